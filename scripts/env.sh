@@ -1,0 +1,28 @@
+# Sourced by reproduce.sh and test.sh: create or reuse the local virtual environment .venv with the pinned
+# requirements, then activate it. Nothing is assumed installed beyond Python 3.11 with venv.
+# Reinstalls only when requirements.txt or pyproject.toml changed since the last successful install.
+set -euo pipefail
+_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+_venv="${DELTA_VENV:-$_root/.venv}"
+_py="${PYTHON:-python3.11}"
+command -v "$_py" >/dev/null 2>&1 || _py=python3
+"$_py" -c 'import sys; assert sys.version_info[:2] >= (3, 11), sys.version' 2>/dev/null || {
+  echo "delta_repro needs Python >= 3.11 (found: $("$_py" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 1; }
+_stamp="$_venv/.delta_repro_installed"
+_want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+if [ ! -x "$_venv/bin/python" ]; then
+  echo "[env] creating $_venv"
+  "$_py" -m venv "$_venv"
+fi
+if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
+  echo "[env] installing pinned requirements into $_venv (first run: a few minutes)"
+  "$_venv/bin/python" -m pip install -q --upgrade pip
+  # torch first, pinned: an unpinned torch pulled in by another package would resolve to a multi-GB CUDA build.
+  "$_venv/bin/python" -m pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
+  "$_venv/bin/python" -m pip install -q -r "$_root/requirements.txt"
+  "$_venv/bin/python" -m pip install -q --no-deps -e "$_root"
+  echo "$_want" > "$_stamp"
+fi
+# shellcheck disable=SC1091
+source "$_venv/bin/activate"
+export PYTHONHASHSEED="${PYTHONHASHSEED:-0}" TOKENIZERS_PARALLELISM=false HF_HUB_DISABLE_TELEMETRY=1

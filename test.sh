@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite. Creates or reuses .venv with the pinned requirements, checks that the generated package
+# delta_repro/ is in sync with the notebooks, runs the notebooks' own tests (nbdev-test), then pytest.
+# Extra arguments go to pytest, e.g. `bash test.sh -k coefficients`.
+set -euo pipefail
+cd "$(dirname "$0")"
+source scripts/env.sh
+
+echo "[test] nbdev-export must leave delta_repro/ unchanged"
+_snap() { find delta_repro -name '*.py' -print0 | sort -z | xargs -0 sha256sum; }
+before="$(_snap)"
+nbdev-export
+after="$(_snap)"
+if [ "$before" != "$after" ]; then
+  diff <(echo "$before") <(echo "$after") || true
+  echo "FAILED: nbdev-export changed delta_repro/ — the committed modules were out of sync with nbs/." >&2
+  exit 1
+fi
+
+echo "[test] nbdev-test: executing the library notebooks"
+nbdev-test --n-workers 1 --timing --skip-folder-re "^experiments$"
+
+echo "[test] pytest"
+python -m pytest "$@"
