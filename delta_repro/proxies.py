@@ -5,14 +5,14 @@
 # %% auto #0
 __all__ = ['lm_head_proxy', 'output_embedding', 'capture_lm_head_inputs', 'topk_hidden_proxy']
 
-# %% ../nbs/00_proxies.ipynb #088aa236
+# %% ../nbs/00_proxies.ipynb #e438f8b2
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import torch
 from torch import nn
 
-# %% ../nbs/00_proxies.ipynb #0734bbc9
+# %% ../nbs/00_proxies.ipynb #2c4d1b51
 def lm_head_proxy(
     hidden: torch.Tensor,  # (B, T, d) final hidden states, the input of the LM head; any float dtype
     token_logprobs: torch.Tensor,  # (B, T) log π(y_t) of the sampled tokens (logits / rollout temperature)
@@ -37,13 +37,13 @@ def lm_head_proxy(
     one_minus_p = (-torch.expm1(logp.clamp(max=0.0))).to(hidden.dtype)
     return hidden * one_minus_p.unsqueeze(-1)
 
-# %% ../nbs/00_proxies.ipynb #396c4929
+# %% ../nbs/00_proxies.ipynb #2dd32581
 def _describe(x) -> str:
     "Short description of a (possibly non-tensor) argument for error messages."
     if isinstance(x, torch.Tensor): return f"tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
     return f"{type(x).__name__}"
 
-# %% ../nbs/00_proxies.ipynb #33008b86
+# %% ../nbs/00_proxies.ipynb #dc208e32
 def output_embedding(model: nn.Module) -> nn.Module:
     """The LM head (output embedding) of `model`, unwrapping DDP/accelerate-style `.module` wrappers.
 
@@ -57,7 +57,7 @@ def output_embedding(model: nn.Module) -> nn.Module:
                          f"{type(head).__name__}); DelTA needs the LM-head input to build token proxies")
     return head
 
-# %% ../nbs/00_proxies.ipynb #0144bdd0
+# %% ../nbs/00_proxies.ipynb #cf8ad5c1
 @contextmanager
 def capture_lm_head_inputs(
     model: nn.Module,  # a transformers causal LM (anything with `get_output_embeddings()`)
@@ -89,7 +89,7 @@ def capture_lm_head_inputs(
     finally:
         handle.remove()
 
-# %% ../nbs/00_proxies.ipynb #a231f6c3
+# %% ../nbs/00_proxies.ipynb #6b32e511
 def topk_hidden_proxy(
     logits: torch.Tensor,  # (B, T, V) logits that produced the sampled tokens (before temperature)
     tokens: torch.Tensor,  # (B, T) int64 sampled token ids y_t
