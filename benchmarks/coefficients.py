@@ -30,12 +30,12 @@ def run_case(case):
     g = torch.Generator(device=device).manual_seed(0)
     adv = torch.randn(B, generator=g, device=device)
     if case["kind"] == "in-memory":
-        proxies = (torch.randn(B, T, d, generator=g, device=device, dtype=dtype) + 0.5)
+        proxies = torch.randn(B, T, d, generator=g, device=device, dtype=dtype).add_(0.5)  # in place: no 2nd copy
         mask = torch.ones(B, T, device=device)
         batches = None
     else:  # a few distinct micro-batches, cycled: stands in for proxies recomputed by forward passes
         mb = max(1, case["micro"] // T)
-        pool = [(torch.randn(mb, T, d, generator=g, device=device, dtype=dtype) + 0.5) for _ in range(4)]
+        pool = [torch.randn(mb, T, d, generator=g, device=device, dtype=dtype).add_(0.5) for _ in range(4)]
         batches = [(pool[i % 4], adv[s:s + mb], torch.ones(min(mb, B - s), T, device=device))
                    for i, s in enumerate(range(0, B, mb))]
         batches = [(p[:m.shape[0]], a, m) for p, a, m in batches]

@@ -6,14 +6,14 @@ for tests and CPU-scale runs."""
 # %% auto #0
 __all__ = ['SPECIAL_TOKENS', 'ARCHITECTURES', 'train_bpe_tokenizer', 'tiny_causal_lm']
 
-# %% ../nbs/06_models.ipynb #83649c82
+# %% ../nbs/06_models.ipynb #e5845154
 from typing import Iterable
 
 import torch
 from tokenizers import Tokenizer, decoders, models as tok_models, pre_tokenizers, trainers
 from transformers import (AutoConfig, AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerFast)
 
-# %% ../nbs/06_models.ipynb #113daf81
+# %% ../nbs/06_models.ipynb #b3d11a32
 SPECIAL_TOKENS = ("<|pad|>", "<|endoftext|>")
 
 def train_bpe_tokenizer(
@@ -35,7 +35,7 @@ def train_bpe_tokenizer(
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=SPECIAL_TOKENS[0], eos_token=SPECIAL_TOKENS[1],
                                    padding_side="left")
 
-# %% ../nbs/06_models.ipynb #7e325e11
+# %% ../nbs/06_models.ipynb #7a3b9042
 ARCHITECTURES = {"qwen3": "qwen3", "olmo3": "olmo3", "llama": "llama"}
 
 def tiny_causal_lm(

@@ -1,0 +1,101 @@
+"""Loaders on fixture files in the hub's schema; offline suites reproducible by seed and solvable as stated."""
+from pathlib import Path
+
+import pytest
+
+from delta_repro import data
+from delta_repro.rewards import code_reward, math_reward, run_tests_sandboxed
+
+FIX = Path(__file__).parent / "fixtures"
+COLUMNS = {"prompt", "question", "answer", "source", "problem_id"}
+
+
+@pytest.mark.parametrize("loader, fixture, source, n", [
+    (data.load_deepmath, "deepmath.jsonl", "DeepMath-103K", 2),
+    (data.load_aime24, "aime_2024.jsonl", "AIME24", 2),
+    (data.load_aime25, "aime25.jsonl", "AIME25", 2),
+    (data.load_aime26, "matharena.jsonl", "AIME26", 2),
+    (data.load_hmmt25_feb, "matharena.jsonl", "HMMT25-Feb", 2),
+    (data.load_hmmt25_nov, "matharena.jsonl", "HMMT25-Nov", 2),
+    (data.load_hmmt26_feb, "matharena.jsonl", "HMMT26-Feb", 2),
+    (data.load_brumo25, "matharena.jsonl", "Brumo25", 2),
+    (data.load_gpqa_diamond, "gpqa_diamond.jsonl", "GPQA-Diamond", 2),
+    (data.load_humaneval_plus, "humanevalplus.jsonl", "HumanEval+", 1),
+    (data.load_mbpp_plus, "mbppplus.jsonl", "MBPP+", 1),
+    (data.load_livecodebench, "livecodebench.jsonl", "LiveCodeBench", 1),
+    (data.load_eurus2_code, "eurus2.jsonl", "Eurus-2-RL-Code", 1),
+])
+def test_loader_on_hub_schema_fixture(loader, fixture, source, n):
+    ds = loader(FIX / fixture)
+    assert COLUMNS <= set(ds.column_names) and len(ds) == n
+    assert set(ds["source"]) == {source} and len(set(ds["problem_id"])) == n
+    assert all(isinstance(p, str) and p for p in ds["prompt"])
+    chat = loader(FIX / fixture, template="chat")
+    assert chat[0]["prompt"][0]["role"] == "user"
+
+
+def test_math_fixture_answers_and_ids():
+    ds = data.load_aime24(FIX / "aime_2024.jsonl")
+    assert ds["answer"] == ["204", "113"] and ds["problem_id"] == ["60", "61"]
+    assert ds[0]["prompt"].endswith(data.MATH_INSTRUCTION)
+
+
+def test_gpqa_options_are_shuffled_deterministically_and_graded_by_letter():
+    a, b = data.load_gpqa_diamond(FIX / "gpqa_diamond.jsonl"), data.load_gpqa_diamond(FIX / "gpqa_diamond.jsonl")
+    assert a["answer"] == b["answer"] and all(x in "ABCD" for x in a["answer"])
+    row = a[0]
+    assert f"({row['answer']}) Argon" in row["prompt"]
+
+
+def test_mmlu_pro_subset_is_seeded():
+    a = data.load_mmlu_pro_subset(FIX / "mmlu_pro.jsonl", n=4, seed=1)
+    b = data.load_mmlu_pro_subset(FIX / "mmlu_pro.jsonl", n=4, seed=1)
+    c = data.load_mmlu_pro_subset(FIX / "mmlu_pro.jsonl", n=4, seed=2)
+    assert a["problem_id"] == b["problem_id"] != c["problem_id"] and len(a) == 4
+    assert "(E) e" in a[0]["prompt"]
+
+
+def test_code_loaders_tests_run_in_the_sandbox():
+    he = data.load_humaneval_plus(FIX / "humanevalplus.jsonl")[0]
+    assert code_reward(["def add(a, b):\n    return a + b"], [he["tests"]]) == [1.0]
+    assert code_reward(["def add(a, b):\n    return a - b"], [he["tests"]]) == [0.0]
+    mb = data.load_mbpp_plus(FIX / "mbppplus.jsonl")[0]
+    assert code_reward(["def similar_elements(a, b): return tuple(set(a) & set(b))"], [mb["tests"]]) == [1.0]
+    lcb = data.load_livecodebench(FIX / "livecodebench.jsonl")[0]
+    assert lcb["test_mode"] == "stdio" and len(lcb["tests"]) == 2
+    eu = data.load_eurus2_code(FIX / "eurus2.jsonl")[0]
+    assert eu["question"] == "Read two integers and print their sum." and len(eu["tests"]) == 2
+
+
+def test_stdio_tests_run_a_program_on_stdin():
+    lcb = data.load_livecodebench(FIX / "livecodebench.jsonl")[0]
+    good = "n = int(input())\nprint(2 * n)"
+    assert run_tests_sandboxed(good, lcb["tests"], mode="stdio") == (2, 2)
+    assert run_tests_sandboxed("print(5)", lcb["tests"], mode="stdio") == (0, 2)
+    assert code_reward([good], [lcb["tests"]], test_mode=["stdio"]) == [1.0]
+
+
+def test_unreadable_source_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="source"):
+        data.load_aime24(tmp_path / "missing.parquet")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("x")
+    with pytest.raises(ValueError, match="source"):
+        data.load_aime24(bad)
+    with pytest.raises(ValueError, match="columns"):
+        data.load_aime24(FIX / "gpqa_diamond.jsonl")
+
+
+def test_offline_suites_reproducible_and_solvable():
+    a, b = data.reasoning_gym_suite("chain_sum", 16, seed=3), data.reasoning_gym_suite("chain_sum", 16, seed=3)
+    assert a["question"] == b["question"] and a["answer"] == b["answer"]
+    assert data.reasoning_gym_suite("chain_sum", 16, seed=4)["question"] != a["question"]
+    assert math_reward(a["solution"], a["answer"]) == [1.0] * 16
+    champ = data.champ_suite()
+    assert 50 <= len(champ) <= 270 and len(set(champ["problem_id"])) == len(champ)
+    code = data.offline_code_suite(12, seed=5)
+    assert code["question"] == data.offline_code_suite(12, seed=5)["question"]
+    assert code_reward(code["solution"], code["tests"]) == [1.0] * 12
+    assert code_reward(["def f(*a): return None"] * 12, code["tests"]) == [0.0] * 12
+    with pytest.raises(ValueError, match="name"):
+        data.reasoning_gym_suite("no_such_generator", 2)

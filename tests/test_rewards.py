@@ -1,0 +1,123 @@
+"""Grading and sandbox: a table of tricky math answers, multiple choice, and code that tries to misbehave."""
+import os
+import tempfile
+import threading
+import time
+
+import pytest
+
+from delta_repro.rewards import (choice_reward, code_reward, extract_boxed, extract_choice, extract_final_answer,
+                                 grade_math, math_reward, run_tests_sandboxed)
+
+GRADING = [
+    # (completion, gold, expected)
+    (r"The answer is \boxed{\frac{1}{2}}.", "1/2", True),
+    (r"\boxed{\frac{1}{2}}", "0.5", True),  # fraction vs decimal
+    (r"\boxed{0.5}", r"\frac{1}{2}", True),
+    (r"\boxed{\dfrac{3}{4}}", "3/4", True),  # LaTeX vs plain
+    (r"first \boxed{2} then, correcting myself, \boxed{3}", "3", True),  # the last boxed answer counts
+    (r"first \boxed{3} then \boxed{2}", "3", False),
+    (r"\boxed{\frac{\sqrt{2}}{2}}", r"\frac{1}{\sqrt{2}}", True),  # nested braces, symbolic equality
+    (r"\boxed{\text{5}}", "5", True),  # \text{} wrapper
+    (r"\boxed{5\text{ cm}}", "5", True),  # units
+    (r"\boxed{1,000}", "1000", True),  # thousands separator
+    (r"\boxed{1000}", "1000", True),
+    (r"\boxed{\pm 2}", r"\pm 2", True),
+    (r"\boxed{[1, 2)}", "[1,2)", True),  # intervals
+    (r"\boxed{(1, 2]}", "[1,2)", False),
+    (r"\boxed{\{1, 2, 3\}}", r"\{3, 2, 1\}", True),  # sets, order-free
+    (r"\boxed{x^2 + 2x + 1}", "(x+1)^2", True),
+    (r"\boxed{42}", "41", False),
+    ("Some reasoning.\nAnswer: 17", "17", True),  # an 'Answer:' final line
+    ("x" * 200_000 + r" \boxed{9}", "9", True),  # very long output
+    ("I am not sure.", "3", None),  # no answer: unparseable, not wrong
+    ("", "3", None),
+]
+
+
+@pytest.mark.parametrize("completion, gold, expected", GRADING, ids=[f"case{i}" for i in range(len(GRADING))])
+def test_grading_table(completion, gold, expected):
+    assert grade_math(completion, gold) is expected
+
+
+def test_prompt_boxed_is_never_graded():
+    # the reward sees completions only; a boxed answer inside the prompt column must not count
+    assert math_reward(["I do not know"], ["4"], prompts=[r"Example: \boxed{4}. Now solve..."]) == [0.0]
+
+
+def test_unparseable_is_logged_apart_from_wrong():
+    logged = {}
+    r = math_reward([r"\boxed{1}", r"\boxed{2}", "none"], ["1", "1", "1"], log_metric=logged.__setitem__)
+    assert r == [1.0, 0.0, 0.0] and logged["math/unparseable_frac"] == pytest.approx(1 / 3)
+
+
+def test_grading_works_outside_the_main_thread():
+    out = {}
+    t = threading.Thread(target=lambda: out.update(ok=grade_math(r"\boxed{\frac{2}{4}}", "1/2"),
+                                                   bad=grade_math(r"\boxed{3}", "1/2")))
+    t.start()
+    t.join(60)
+    assert out == {"ok": True, "bad": False}
+
+
+def test_extractors():
+    assert extract_boxed(r"\boxed{a\}b}") == r"a\}b"
+    assert extract_boxed(r"\boxed{unclosed") is None
+    assert extract_final_answer("final answer: 12") == "12"
+    assert extract_choice("Thus the answer is (B).") == "B"
+    assert extract_choice(r"\boxed{\text{D}}") == "D"
+    assert extract_choice("no letter here") is None
+    assert choice_reward(["Answer: C", "(A) is wrong, the answer is B"], ["C", "B"]) == [1.0, 1.0]
+
+
+def test_bad_gold_raises():
+    with pytest.raises(ValueError, match="gold"):
+        grade_math(r"\boxed{1}", "  ")
+    with pytest.raises(ValueError, match="same length"):
+        math_reward(["a"], ["1", "2"])
+
+
+# --- sandbox -----------------------------------------------------------------------------------------------------
+ADD_TESTS = ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
+
+
+def _sandbox_dirs():
+    return {d for d in os.listdir(tempfile.gettempdir()) if d.startswith("delta_sandbox_")}
+
+
+@pytest.mark.parametrize("name, code", [
+    ("infinite loop", "def add(a, b):\n    while True: pass\nadd(1, 2)"),
+    ("fork bomb", "import os\nwhile True:\n    os.fork()"),
+    ("subprocess", "import subprocess\nsubprocess.run(['sleep', '100'])\ndef add(a, b): return a + b"),
+    ("huge allocation", "x = bytearray(8 * 1024**3)\ndef add(a, b): return a + b"),
+    ("write outside", "open('/tmp/delta_sandbox_escape.txt', 'w').write('x')\ndef add(a, b): return a + b"),
+    ("socket", "import socket\nsocket.create_connection(('127.0.0.1', 9))\ndef add(a, b): return a + b"),
+    ("exit", "import sys\nsys.exit(0)"),
+    ("kill parent", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef add(a, b): return a + b"),
+    ("syntax error", "def add(a, b) return a + b"),
+    ("sleep", "import time\ntime.sleep(100)\ndef add(a, b): return a + b"),
+])
+def test_sandbox_abuse_returns_zero_quickly_and_leaves_nothing(name, code):
+    before = _sandbox_dirs()
+    t0 = time.time()
+    passed, total = run_tests_sandboxed(code, ADD_TESTS, timeout_s=3)
+    assert (passed, total) == (0, 2), name
+    assert time.time() - t0 < 10, name
+    assert not os.path.exists("/tmp/delta_sandbox_escape.txt")
+    assert _sandbox_dirs() <= before
+
+
+def test_sandbox_passes_good_code_and_counts_partial():
+    assert run_tests_sandboxed("def add(a, b): return a + b", ADD_TESTS) == (2, 2)
+    assert run_tests_sandboxed("def add(a, b): return a * b + 1 - 1 if a else b", ADD_TESTS) == (1, 2)
+    logged = {}
+    r = code_reward(["```python\ndef add(a, b):\n    return a + b\n```", "def add(a, b): return 0"],
+                    [ADD_TESTS, ADD_TESTS], log_metric=logged.__setitem__)
+    assert r == [1.0, 0.0] and logged["code/passed_frac"] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="tests"):
+        run_tests_sandboxed("x = 1", "assert x == 1")
+
+
+def test_sandbox_files_inside_workdir_are_allowed():
+    code = "open('scratch.txt', 'w').write('hi')\ndef add(a, b): return a + b"
+    assert run_tests_sandboxed(code, ADD_TESTS) == (2, 2)
