@@ -1,44 +1,106 @@
 #!/usr/bin/env bash
-# The main job: regenerate the paper's artefacts at the scale this machine allows.
-#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--dry-run]
-# Creates or reuses .venv (scripts/env.sh), then executes notebooks with papermill; executed copies are kept
-# under runs/<profile>/ for inspection.
+# The main job: regenerate every table and figure of the paper at the scale this machine allows.
 #
-# Status: the package foundation (proxies, coefficients) exists; the training, evaluation and report notebooks
-# that produce the tables and figures are still being built (issues 3-5). Until then this script executes the
-# library notebooks that exist and says plainly which artefacts are not produced yet.
+#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--dry-run]
+#
+#   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
+#              cpu:   the default without a GPU: real RL that learns on offline tasks, ~3-4 h on 2 cores / 24 GB
+#              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees a GPU)
+#   --only     restrict to some artefacts (e.g. --only table1_main fig2_dynamics): their runs and reports only
+#   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for paper); run nothing
+#
+# Creates or reuses .venv (scripts/env.sh). Every run trains through nbs/experiments/train.ipynb and is evaluated
+# through nbs/experiments/evaluate.ipynb (papermill; for paper: scripts/train_run.py under accelerate), then one
+# report notebook per artefact writes figures/<profile>/<artefact>.{png,pdf,md,tex,csv}. Executed notebooks are kept
+# under runs/<profile>/notebooks/. Interrupt it at any time and run it again: finished runs are skipped (never
+# overwritten), unfinished ones resume from their last checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 profile=""; dry_run=0; only=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --profile) profile="${2:?--profile needs smoke|cpu|paper}"; shift 2 ;;
+    --profile) profile="${2:?--profile needs smoke, cpu or paper}"; shift 2 ;;
     --profile=*) profile="${1#*=}"; shift ;;
     --only) shift; while [ $# -gt 0 ] && [[ "$1" != --* ]]; do only+=("$1"); shift; done ;;
     --dry-run) dry_run=1; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
-    *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 if [ -z "$profile" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then profile=paper; else profile=cpu; fi
 fi
-case "$profile" in smoke|cpu|paper) ;; *) echo "--profile must be smoke, cpu or paper, got '$profile'" >&2; exit 2 ;; esac
+case "$profile" in smoke|cpu|paper) ;; *) echo "reproduce.sh: --profile must be smoke, cpu or paper, got '$profile'" >&2; exit 2 ;; esac
 
 source scripts/env.sh
-out="runs/$profile/notebooks"
-mkdir -p "$out" figures
-echo "[reproduce] profile=$profile  outputs: $out/"
-done_list=(); for nb in nbs/[0-9][0-9]_*.ipynb; do
-  name="$(basename "$nb")"
-  if [ ${#only[@]} -gt 0 ] && [[ ! " ${only[*]} " == *" ${name%.ipynb} "* ]]; then continue; fi
-  if [ "$dry_run" = 1 ]; then echo "  would execute $nb -> $out/$name"; continue; fi
-  echo "[reproduce] executing $nb"
-  (cd nbs && papermill --cwd . -k python3 --no-progress-bar "$name" "../$out/$name" >/dev/null)
-  done_list+=("$out/$name")
+root="$(pwd)"
+runs="$root/runs/$profile/runs"; nbout="$root/runs/$profile/notebooks"; figs="$root/figures/$profile"
+mkdir -p "$runs" "$nbout/train" "$nbout/evaluate" "$nbout/report" "$figs"
+export DELTA_REPRO_CACHE="${DELTA_REPRO_CACHE:-$root/runs/cache}"
+
+# The plan: validated once; the runs (and reports) to do, restricted by --only.
+mapfile -t plan_lines < <(python - "$profile" "$runs" "${only[@]}" <<'PY'
+import sys
+from delta_repro.experiments import load_plan
+profile, runs_dir, only = sys.argv[1], sys.argv[2], sys.argv[3:]
+plan = load_plan(f"configs/{profile}.yaml")
+unknown = [a for a in only if a not in plan.artefact_runs]
+if unknown: sys.exit(f"--only: {unknown} not in the {profile} plan; artefacts: {sorted(plan.artefact_runs)}")
+arts = only or list(plan.artefact_runs)
+run_ids = list(dict.fromkeys(r for a in arts for r in plan.artefact_runs[a]))
+print("\n".join(f"RUN {r}" for r in run_ids))
+print("\n".join(f"ART {a}" for a in arts))
+PY
+)
+run_ids=(); arts=()
+for l in "${plan_lines[@]}"; do case "$l" in "RUN "*) run_ids+=("${l#RUN }") ;; "ART "*) arts+=("${l#ART }") ;; esac; done
+
+if [ "$dry_run" = 1 ]; then
+  gpus=""; [ "$profile" = paper ] && gpus=8
+  python -c "from delta_repro.experiments import load_plan, describe_plan; import sys; print(describe_plan(load_plan('configs/$profile.yaml'), '$runs', ${gpus:-None}))"
+  echo "[reproduce] dry run: ${#run_ids[@]} runs and ${#arts[@]} reports would be executed; nothing was run."
+  exit 0
+fi
+
+pm() {  # papermill NOTEBOOK OUTPUT [-p name value ...]: execute a notebook from nbs/experiments with parameters
+  local nb="$1" out="$2"; shift 2
+  (cd nbs/experiments && papermill --cwd . -k python3 --no-progress-bar --log-level WARNING "$nb" "$out" \
+     -p profile "$profile" -p config_dir "$root/configs" "$@" >/dev/null)
+}
+failed=()
+start=$(date +%s)
+n=0
+for rid in "${run_ids[@]}"; do
+  n=$((n + 1))
+  d="$runs/$rid"
+  if [ -f "$d/eval.csv" ]; then echo "[reproduce] ($n/${#run_ids[@]}) $rid: done, skipped"; continue; fi
+  echo "[reproduce] ($n/${#run_ids[@]}) $rid: $([ -d "$d/trainer" ] && echo resuming || echo training) ($(( $(date +%s) - start )) s elapsed)"
+  if [ "$profile" = paper ]; then
+    accelerate launch --config_file configs/accelerate/deepspeed_zero3_1x8.yaml scripts/train_run.py \
+      --profile paper --run-id "$rid" --runs-dir "$runs" || { failed+=("train:$rid"); continue; }
+  else
+    pm train.ipynb "$nbout/train/$rid.ipynb" -p run_id "$rid" -p runs_dir "$runs" || { failed+=("train:$rid"); continue; }
+    pm evaluate.ipynb "$nbout/evaluate/$rid.ipynb" -p run_id "$rid" -p runs_dir "$runs" || { failed+=("eval:$rid"); continue; }
+  fi
 done
+
+for art in "${arts[@]}"; do
+  nb="${art}.ipynb"
+  [ -f "nbs/experiments/$nb" ] || nb="${art%%@*}.ipynb"
+  echo "[reproduce] report $art"
+  args=(-p runs_dir "$runs" -p figures_dir "$figs")
+  [ "${art%%@*}" = appL1_overhead ] && args=(-p figures_dir "$figs")
+  [[ "$art" == *@* ]] && args+=(-p artefact "$art")
+  pm "$nb" "$nbout/report/$art.ipynb" "${args[@]}" || failed+=("report:$art")
+done
+
 echo
-echo "[reproduce] summary (profile $profile)"
-for f in "${done_list[@]}"; do echo "  done     $f"; done
-echo "  pending  Tables 1-12, Fig. 1-5, App. K and L.1: experiment notebooks not implemented yet (issues 3-5)"
+echo "[reproduce] summary — profile $profile, $(( $(date +%s) - start )) s"
+for art in "${arts[@]}"; do
+  files=$(ls "$figs" 2>/dev/null | grep -E "^${art}(\.|_)" | tr '\n' ' ')
+  printf '  %-26s %s\n' "$art" "${files:-(nothing written)}"
+done
+if [ -f "$figs/claims.md" ]; then echo; echo "[reproduce] the paper's claims at the $profile scale:"; sed 's/^/  /' "$figs/claims.md"; fi
+echo "  executed notebooks: runs/$profile/notebooks/   figures and tables: figures/$profile/"
+if [ ${#failed[@]} -gt 0 ]; then echo "[reproduce] FAILED: ${failed[*]} (see the executed notebooks)" >&2; exit 1; fi
