@@ -9,8 +9,8 @@
 #   --only     restrict to some artefacts (e.g. --only table1_main fig2_dynamics): their runs and reports only
 #   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for paper); run nothing
 #
-# Creates or reuses .venv (scripts/env.sh). Every run trains through nbs/experiments/train.ipynb and is evaluated
-# through nbs/experiments/evaluate.ipynb (papermill; for paper: scripts/train_run.py under accelerate), then one
+# Creates or reuses .venv (scripts/env.sh). Runs train through nbs/experiments/train.ipynb and are evaluated through
+# nbs/experiments/evaluate.ipynb (papermill; for paper: scripts/train_run.py under accelerate), then one
 # report notebook per artefact writes figures/<profile>/<artefact>.{png,pdf,md,tex,csv}. Executed notebooks are kept
 # under runs/<profile>/notebooks/. Interrupt it at any time and run it again: finished runs are skipped (never
 # overwritten), unfinished ones resume from their last checkpoint.
@@ -40,7 +40,7 @@ mkdir -p "$runs" "$nbout/train" "$nbout/evaluate" "$nbout/report" "$figs"
 export DELTA_REPRO_CACHE="${DELTA_REPRO_CACHE:-$root/runs/cache}"
 
 # The plan: validated once; the runs (and reports) to do, restricted by --only.
-mapfile -t plan_lines < <(python - "$profile" "$runs" "${only[@]}" <<'PY'
+plan_txt="$(python - "$profile" "$runs" "${only[@]}" <<'PY'
 import sys
 from delta_repro.experiments import load_plan
 profile, runs_dir, only = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -52,7 +52,8 @@ run_ids = list(dict.fromkeys(r for a in arts for r in plan.artefact_runs[a]))
 print("\n".join(f"RUN {r}" for r in run_ids))
 print("\n".join(f"ART {a}" for a in arts))
 PY
-)
+)" || exit 2
+mapfile -t plan_lines <<< "$plan_txt"
 run_ids=(); arts=()
 for l in "${plan_lines[@]}"; do case "$l" in "RUN "*) run_ids+=("${l#RUN }") ;; "ART "*) arts+=("${l#ART }") ;; esac; done
 
@@ -70,18 +71,24 @@ pm() {  # papermill NOTEBOOK OUTPUT [-p name value ...]: execute a notebook from
 }
 failed=()
 start=$(date +%s)
-n=0
+todo=()
 for rid in "${run_ids[@]}"; do
-  n=$((n + 1))
-  d="$runs/$rid"
-  if [ -f "$d/eval.csv" ]; then echo "[reproduce] ($n/${#run_ids[@]}) $rid: done, skipped"; continue; fi
-  echo "[reproduce] ($n/${#run_ids[@]}) $rid: $([ -d "$d/trainer" ] && echo resuming || echo training) ($(( $(date +%s) - start )) s elapsed)"
+  if [ -f "$runs/$rid/eval.csv" ]; then echo "[reproduce] $rid: done, skipped"; else todo+=("$rid"); fi
+done
+# smoke: every run in one kernel (imports dominate tiny runs); cpu: one executed notebook per run, for inspection
+batch=1; [ "$profile" = smoke ] && batch=${#todo[@]}
+[ "$batch" -lt 1 ] && batch=1
+for ((i = 0; i < ${#todo[@]}; i += batch)); do
+  chunk=("${todo[@]:i:batch}")
+  ids=$(IFS=,; echo "${chunk[*]}")
+  name="${chunk[0]}"; [ ${#chunk[@]} -gt 1 ] && name="batch-$i-${#chunk[@]}runs"
+  echo "[reproduce] ($((i + ${#chunk[@]}))/${#todo[@]} to do) ${ids//,/ } ($(( $(date +%s) - start )) s elapsed)"
   if [ "$profile" = paper ]; then
     accelerate launch --config_file configs/accelerate/deepspeed_zero3_1x8.yaml scripts/train_run.py \
-      --profile paper --run-id "$rid" --runs-dir "$runs" || { failed+=("train:$rid"); continue; }
+      --profile paper --run-id "$ids" --runs-dir "$runs" || failed+=("train:$ids")
   else
-    pm train.ipynb "$nbout/train/$rid.ipynb" -p run_id "$rid" -p runs_dir "$runs" || { failed+=("train:$rid"); continue; }
-    pm evaluate.ipynb "$nbout/evaluate/$rid.ipynb" -p run_id "$rid" -p runs_dir "$runs" || { failed+=("eval:$rid"); continue; }
+    pm train.ipynb "$nbout/train/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || { failed+=("train:$name"); continue; }
+    pm evaluate.ipynb "$nbout/evaluate/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || failed+=("eval:$name")
   fi
 done
 
@@ -98,7 +105,7 @@ done
 echo
 echo "[reproduce] summary — profile $profile, $(( $(date +%s) - start )) s"
 for art in "${arts[@]}"; do
-  files=$(ls "$figs" 2>/dev/null | grep -E "^${art}(\.|_)" | tr '\n' ' ')
+  files=$(ls "$figs" 2>/dev/null | grep -E "^${art}(\.|_)" | tr '\n' ' ' || true)
   printf '  %-26s %s\n' "$art" "${files:-(nothing written)}"
 done
 if [ -f "$figs/claims.md" ]; then echo; echo "[reproduce] the paper's claims at the $profile scale:"; sed 's/^/  /' "$figs/claims.md"; fi

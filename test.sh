@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite. Creates or reuses .venv with the pinned requirements, checks that the generated package
 # delta_repro/ is in sync with the notebooks, runs the notebooks' own tests (nbdev-test), then pytest.
+# Then it runs the smoke profile of reproduce.sh (the tests check its artefacts; DELTA_SKIP_SMOKE=1 skips it).
 # Extra arguments go to pytest, e.g. `bash test.sh -k coefficients`.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -19,6 +20,12 @@ fi
 
 echo "[test] nbdev-test: executing the library notebooks"
 nbdev-test --n-workers 1 --timing --skip-folder-re "^experiments$"
+
+if [ "${DELTA_SKIP_SMOKE:-0}" != 1 ]; then
+  echo "[test] the smoke profile of reproduce.sh (every artefact from tiny models; about 10 minutes)"
+  bash reproduce.sh --profile smoke
+  export DELTA_SMOKE_RAN=1
+fi
 
 echo "[test] pytest"
 python -m pytest "$@"

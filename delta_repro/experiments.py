@@ -8,7 +8,7 @@ __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan'
            'reward_functions', 'build_backbone', 'SelectionCallback', 'save_checkpoint', 'last_checkpoint', 'train_run',
            'evaluate_run', 'estimate_gpu_hours', 'plan_status', 'describe_plan', 'measure_step_overhead']
 
-# %% ../nbs/08_experiments.ipynb #4df31727
+# %% ../nbs/08_experiments.ipynb #587008ba
 import json
 import math
 import re
@@ -22,7 +22,7 @@ from transformers import TrainerCallback
 
 from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, overlong_penalty
 
-# %% ../nbs/08_experiments.ipynb #c1957e71
+# %% ../nbs/08_experiments.ipynb #8021a29a
 ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_proxy", "table5_8_settings",
              "table9_olmo3", "table10_code", "table11_sensitivity", "table12_ood", "fig1_overview", "fig2_dynamics",
              "fig3_4_token_selection", "fig5_token_clouds", "appL1_overhead", "appK_significance",
@@ -85,7 +85,7 @@ def load_plan(path: str | Path) -> Plan:
     DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], "bf16": False})  # fields exist
     return plan
 
-# %% ../nbs/08_experiments.ipynb #b9c45d43
+# %% ../nbs/08_experiments.ipynb #9e11109d
 def build_suite(spec: dict, template: str = "base"):
     "A dataset from a suite spec (see the plan YAML). Raises `ValueError` for an unknown suite."
     from delta_repro import data
@@ -140,7 +140,7 @@ def build_backbone(plan: Plan, backbone: str, task: str):
         model, _ = models.warm_start(model, tok, train, name=f"{backbone}-{task}", **ws)
     return model, tok, template
 
-# %% ../nbs/08_experiments.ipynb #7307e330
+# %% ../nbs/08_experiments.ipynb #cc6ef23d
 class SelectionCallback(TrainerCallback):
     "Evaluate on the selection set every `every` steps and keep the best checkpoint in `best_dir` (ties: earliest)."
     def __init__(self, tokenizer, select_set, best_dir: Path, every: int, k: int, max_new_tokens: int, seed: int):
@@ -219,7 +219,7 @@ def _cuda() -> bool:
     import torch
     return torch.cuda.is_available()
 
-# %% ../nbs/08_experiments.ipynb #940409b5
+# %% ../nbs/08_experiments.ipynb #e010e588
 def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     """Evaluate the selected checkpoint of a finished run on its task's evaluation sets (and OOD sets when an
     artefact needs them) with the profile's avg@k settings; writes `eval.csv` once and returns its path."""
@@ -246,7 +246,7 @@ def _template(plan, backbone):
     kind = plan.raw["backbones"][backbone]["kind"]
     return None, None, ("chat" if kind == "smollm2" else plan.raw["backbones"][backbone].get("template", "base"))
 
-# %% ../nbs/08_experiments.ipynb #99a3d59c
+# %% ../nbs/08_experiments.ipynb #d11e69c7
 PAPER_STEP_SECONDS_8B = 363.0  # 37 s / 0.102 (App. L.1), first step of Qwen3-8B-Base on 8 x B200
 
 def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
@@ -257,7 +257,7 @@ def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
         out[rid] = run.steps * PAPER_STEP_SECONDS_8B * size / 8.0 * gpus / 3600
     return out
 
-# %% ../nbs/08_experiments.ipynb #1b433c01
+# %% ../nbs/08_experiments.ipynb #c00aa111
 def plan_status(plan: Plan, runs_dir: str | Path) -> list[dict]:
     "One dict per run: run_id, method, backbone, task, seed, steps, trained (DONE), evaluated (eval.csv), artefacts."
     users = {}
@@ -284,7 +284,7 @@ def describe_plan(plan: Plan, runs_dir: str | Path, gpus: int | None = None) -> 
                            f"paper's 363 s first step of the 8B model; evaluation not included)")
     return "\n".join(lines)
 
-# %% ../nbs/08_experiments.ipynb #2da92d44
+# %% ../nbs/08_experiments.ipynb #d10686d6
 OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
                   "30m": dict(hidden_size=512, num_layers=8, num_heads=8)}
 

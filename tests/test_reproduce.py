@@ -1,0 +1,127 @@
+"""reproduce.sh and the experiment machinery: plans validate, dry runs print, the smoke profile's artefacts exist
+(test.sh runs the smoke profile first and sets DELTA_SMOKE_RAN=1), reruns skip finished work, runs resume."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from delta_repro.experiments import ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, train_run
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE = os.environ.get("DELTA_SMOKE_RAN") == "1"
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "paper"])
+def test_every_profile_plan_validates_and_covers_every_artefact(profile):
+    plan = load_plan(ROOT / "configs" / f"{profile}.yaml")
+    bases = {a.split("@")[0] for a in plan.artefact_runs}
+    assert set(ARTEFACTS) - {"table9_smollm2"} <= bases, set(ARTEFACTS) - bases
+    # a run shared by several artefacts is one run
+    assert len(plan.runs) == len({r for ids in plan.artefact_runs.values() for r in ids})
+
+
+def test_cpu_profile_trains_several_seeds_and_a_real_pretrained_model():
+    plan = load_plan(ROOT / "configs" / "cpu.yaml")
+    seeds = {m: {r.seed for r in plan.runs.values() if r.method == m and r.backbone == "tiny-qwen3" and r.task == "math"}
+             for m in ("DelTA", "DAPO")}
+    assert all(len(s) >= 3 for s in seeds.values())
+    assert any(plan.raw["backbones"][r.backbone]["kind"] == "smollm2" for r in plan.runs.values())
+    assert {"tiny-qwen3", "tiny-olmo3"} <= {r.backbone for r in plan.runs.values()}
+
+
+def test_bad_plans_are_rejected(tmp_path):
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    for key, bad, msg in [("artefacts", {"table99": {}}, "unknown artefact"),
+                          ("artefacts", {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["PPO"]}}, "unknown method"),
+                          ("artefacts", {"table1_main": {"backbone": "gpt", "task": "math", "methods": ["DAPO"]}}, "unknown backbone")]:
+        p = tmp_path / "plan.yaml"
+        p.write_text(yaml.safe_dump({**raw, key: bad}, allow_unicode=True))
+        with pytest.raises(ValueError, match=msg):
+            load_plan(p)
+    p.write_text(yaml.safe_dump({k: v for k, v in raw.items() if k != "trainer"}, allow_unicode=True))
+    with pytest.raises(ValueError, match="trainer"):
+        load_plan(p)
+
+
+def test_paper_dry_run_prints_the_plan_with_gpu_hours():
+    res = subprocess.run(["bash", "reproduce.sh", "--profile", "paper", "--dry-run"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "GPU-h" in res.stdout and "Qwen3-8B-Base__deepmath__DelTA__s0" in res.stdout and "nothing was run" in res.stdout
+    hours = estimate_gpu_hours(load_plan(ROOT / "configs" / "paper.yaml"))
+    assert 100 < hours["Qwen3-8B-Base__deepmath__DelTA__s0"] < 1000
+
+
+def test_bad_arguments_are_refused():
+    res = subprocess.run(["bash", "reproduce.sh", "--profile", "gpu"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 2 and "profile" in res.stderr
+    res = subprocess.run(["bash", "reproduce.sh", "--profile", "smoke", "--only", "table99", "--dry-run"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0 and "table99" in res.stderr
+
+
+def test_interrupted_run_resumes_and_finished_run_is_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    raw["steps"] = 4
+    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA"], "seeds": [0]}}
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(p)
+    (rid,) = plan.runs
+
+    from transformers import TrainerCallback
+    import delta_repro.experiments as ex
+
+    class Crash(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            if state.global_step == 2:
+                raise KeyboardInterrupt("simulated interruption after the checkpoint of step 2")
+
+    real_add = ex.DeltaGRPOTrainer.add_callback
+    monkeypatch.setattr(ex.DeltaGRPOTrainer, "add_callback", lambda self, cb: (real_add(self, cb), real_add(self, Crash())))
+    with pytest.raises(KeyboardInterrupt):
+        train_run(plan, rid, tmp_path / "runs", save_every=1)
+    out = tmp_path / "runs" / rid
+    assert not (out / "DONE").exists() and (out / "trainer" / "checkpoint-2").exists()
+    monkeypatch.setattr(ex.DeltaGRPOTrainer, "add_callback", real_add)
+    train_run(plan, rid, tmp_path / "runs", save_every=1)
+    steps = [h["step"] for h in json.loads((out / "log_history.json").read_text()) if "loss" in h]
+    assert steps[-1] == 4 and 1 not in steps  # resumed at step 3 from checkpoint-2, did not start over
+    done = (out / "DONE").read_text()
+    train_run(plan, rid, tmp_path / "runs")
+    assert (out / "DONE").read_text() == done  # a finished run is left as it is
+
+
+@pytest.mark.skipif(not SMOKE, reason="needs the smoke profile's outputs (bash test.sh runs it first)")
+def test_smoke_profile_wrote_every_artefact():
+    figs = ROOT / "figures" / "smoke"
+    for art in ARTEFACTS:
+        if art == "table9_smollm2":
+            continue
+        assert list(figs.glob(f"{art}*")), art
+    t1 = pd.read_csv(figs / "table1_main.csv", index_col=0)
+    assert {"paper Avg.", "ours Avg.", "diff", "paper rank", "our rank"} <= set(t1.columns)
+    assert set(t1.index) >= {"DAPO", "DelTA", "SAPO", "FIPO", "DAPO w/ Forking Tokens"}
+    assert t1.loc["DelTA", "paper Avg."] == pytest.approx(26.13, abs=5)  # the paper's number is shown, not ours
+    claims = json.loads((figs / "claims.json").read_text())
+    assert {c["claim"] for c in claims} >= {"DelTA > DAPO", "DAPO > Bottom-50%"}
+    for ext in ("png", "pdf"):
+        assert (figs / f"fig2_dynamics.{ext}").stat().st_size > 1000
+
+
+@pytest.mark.skipif(not SMOKE, reason="needs the smoke profile's outputs (bash test.sh runs it first)")
+def test_rerun_skips_finished_runs_and_never_overwrites_them():
+    runs = ROOT / "runs" / "smoke" / "runs"
+    plan = load_plan(ROOT / "configs" / "smoke.yaml")
+    evals = {rid: (runs / rid / "eval.csv").stat().st_mtime_ns for rid in plan.artefact_runs["table4_proxy"]}
+    res = subprocess.run(["bash", "reproduce.sh", "--profile", "smoke", "--only", "table4_proxy"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert res.stdout.count("done, skipped") == len(evals)
+    assert {rid: (runs / rid / "eval.csv").stat().st_mtime_ns for rid in evals} == evals
+    assert "table4_proxy" in res.stdout.split("summary")[-1]
