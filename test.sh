@@ -19,7 +19,8 @@ if [ "$before" != "$after" ]; then
 fi
 
 echo "[test] nbdev-test: executing the library notebooks"
-nbdev-test --n-workers 1 --timing --skip-folder-re "^experiments$"
+nbdev-test --n-workers 0 --timing --skip-folder-re "^experiments$"  # in-process: fork-based workers and our
+# grading/sandbox subprocesses do not mix
 
 if [ "${DELTA_SKIP_SMOKE:-0}" != 1 ]; then
   echo "[test] the smoke profile of reproduce.sh (every artefact from tiny models; about 10 minutes)"

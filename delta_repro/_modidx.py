@@ -127,6 +127,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                          'delta_repro.experiments.load_plan': ('experiments.html#load_plan', 'delta_repro/experiments.py'),
                                          'delta_repro.experiments.measure_step_overhead': ( 'experiments.html#measure_step_overhead',
                                                                                             'delta_repro/experiments.py'),
+                                         'delta_repro.experiments.mix_answer_formats': ( 'experiments.html#mix_answer_formats',
+                                                                                         'delta_repro/experiments.py'),
                                          'delta_repro.experiments.plan_status': ( 'experiments.html#plan_status',
                                                                                   'delta_repro/experiments.py'),
                                          'delta_repro.experiments.reward_functions': ( 'experiments.html#reward_functions',

@@ -5,10 +5,11 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 
 # %% auto #0
 __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan', 'load_plan', 'build_suite', 'task_sets',
-           'reward_functions', 'build_backbone', 'SelectionCallback', 'save_checkpoint', 'last_checkpoint', 'train_run',
-           'evaluate_run', 'estimate_gpu_hours', 'plan_status', 'describe_plan', 'measure_step_overhead']
+           'reward_functions', 'build_backbone', 'mix_answer_formats', 'SelectionCallback', 'save_checkpoint',
+           'last_checkpoint', 'train_run', 'evaluate_run', 'estimate_gpu_hours', 'plan_status', 'describe_plan',
+           'measure_step_overhead']
 
-# %% ../nbs/08_experiments.ipynb #587008ba
+# %% ../nbs/08_experiments.ipynb #2edf08d0
 import json
 import math
 import re
@@ -22,7 +23,7 @@ from transformers import TrainerCallback
 
 from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, overlong_penalty
 
-# %% ../nbs/08_experiments.ipynb #8021a29a
+# %% ../nbs/08_experiments.ipynb #34f98b20
 ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_proxy", "table5_8_settings",
              "table9_olmo3", "table10_code", "table11_sensitivity", "table12_ood", "fig1_overview", "fig2_dynamics",
              "fig3_4_token_selection", "fig5_token_clouds", "appL1_overhead", "appK_significance",
@@ -85,7 +86,7 @@ def load_plan(path: str | Path) -> Plan:
     DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], "bf16": False})  # fields exist
     return plan
 
-# %% ../nbs/08_experiments.ipynb #9e11109d
+# %% ../nbs/08_experiments.ipynb #12f2cf56
 def build_suite(spec: dict, template: str = "base"):
     "A dataset from a suite spec (see the plan YAML). Raises `ValueError` for an unknown suite."
     from delta_repro import data
@@ -134,13 +135,27 @@ def build_backbone(plan: Plan, backbone: str, task: str):
         template = "base"
     else:
         raise ValueError(f"backbone {backbone}: kind must be tiny, smollm2 or hub, got {kind!r}")
-    ws = spec.get("warm_start") if kind != "tiny" else ws
+    ws = dict(spec.get("warm_start") or {}) if kind != "tiny" else dict(ws or {})
     if ws:
         train, _, _ = task_sets(plan, task, template)
+        share = float(ws.pop("unverifiable_format_share", 0.0))
+        if share > 0: train = mix_answer_formats(train, share)
         model, _ = models.warm_start(model, tok, train, name=f"{backbone}-{task}", **ws)
     return model, tok, template
 
-# %% ../nbs/08_experiments.ipynb #cc6ef23d
+def mix_answer_formats(dataset, share: float):
+    """Rewrite a deterministic `share` of the reference solutions as "The answer is X." — an answer the verifier
+    cannot parse (it reads only `\\boxed{}` or an 'Answer:' line). A policy warm-started on the mix must *discover*
+    the verifiable format by RL, a prompt-independent behaviour a tiny model can learn in a few hundred steps, as
+    real RLVR policies learn their output conventions; its arithmetic is learned far more slowly."""
+    if not 0 <= share <= 1: raise ValueError(f"unverifiable_format_share must be in [0, 1], got {share}")
+    def rewrite(row, i):
+        if (i * 0.6180339887) % 1.0 < share:  # low-discrepancy: exactly the share, spread over the set
+            row["solution"] = f"The answer is {row['answer']}."
+        return row
+    return dataset.map(rewrite, with_indices=True)
+
+# %% ../nbs/08_experiments.ipynb #85ea04b4
 class SelectionCallback(TrainerCallback):
     "Evaluate on the selection set every `every` steps and keep the best checkpoint in `best_dir` (ties: earliest)."
     def __init__(self, tokenizer, select_set, best_dir: Path, every: int, k: int, max_new_tokens: int, seed: int):
@@ -219,7 +234,7 @@ def _cuda() -> bool:
     import torch
     return torch.cuda.is_available()
 
-# %% ../nbs/08_experiments.ipynb #e010e588
+# %% ../nbs/08_experiments.ipynb #abd0b6bb
 def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     """Evaluate the selected checkpoint of a finished run on its task's evaluation sets (and OOD sets when an
     artefact needs them) with the profile's avg@k settings; writes `eval.csv` once and returns its path."""
@@ -246,7 +261,7 @@ def _template(plan, backbone):
     kind = plan.raw["backbones"][backbone]["kind"]
     return None, None, ("chat" if kind == "smollm2" else plan.raw["backbones"][backbone].get("template", "base"))
 
-# %% ../nbs/08_experiments.ipynb #d11e69c7
+# %% ../nbs/08_experiments.ipynb #c1e0bee2
 PAPER_STEP_SECONDS_8B = 363.0  # 37 s / 0.102 (App. L.1), first step of Qwen3-8B-Base on 8 x B200
 
 def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
@@ -257,7 +272,7 @@ def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
         out[rid] = run.steps * PAPER_STEP_SECONDS_8B * size / 8.0 * gpus / 3600
     return out
 
-# %% ../nbs/08_experiments.ipynb #c00aa111
+# %% ../nbs/08_experiments.ipynb #d3ae9c7f
 def plan_status(plan: Plan, runs_dir: str | Path) -> list[dict]:
     "One dict per run: run_id, method, backbone, task, seed, steps, trained (DONE), evaluated (eval.csv), artefacts."
     users = {}
@@ -284,7 +299,7 @@ def describe_plan(plan: Plan, runs_dir: str | Path, gpus: int | None = None) -> 
                            f"paper's 363 s first step of the 8B model; evaluation not included)")
     return "\n".join(lines)
 
-# %% ../nbs/08_experiments.ipynb #d10686d6
+# %% ../nbs/08_experiments.ipynb #206fe64d
 OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
                   "30m": dict(hidden_size=512, num_layers=8, num_heads=8)}
 

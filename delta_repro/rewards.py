@@ -7,7 +7,8 @@ choice by final letter — as TRL reward functions (paper Sec. 4, App. I)."""
 __all__ = ['GRADE_TIMEOUT_S', 'extract_boxed', 'extract_final_answer', 'grade_math', 'completion_text', 'math_reward',
            'extract_choice', 'choice_reward', 'run_tests_sandboxed', 'extract_code', 'code_reward']
 
-# %% ../nbs/04_rewards.ipynb #6563e50a
+# %% ../nbs/04_rewards.ipynb #16599721
+import importlib
 import json
 import os
 import re
@@ -25,7 +26,7 @@ import multiprocessing as mp
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException as MathVerifyTimeout
 
-# %% ../nbs/04_rewards.ipynb #64be0e4c
+# %% ../nbs/04_rewards.ipynb #96b5595a
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
 
@@ -50,7 +51,7 @@ def extract_final_answer(completion: str) -> str | None:
     lines = _ANSWER_LINE.findall(completion or "")
     return lines[-1].strip().rstrip(".") if lines else None
 
-# %% ../nbs/04_rewards.ipynb #6f093b40
+# %% ../nbs/04_rewards.ipynb #2123c79f
 GRADE_TIMEOUT_S = 5
 
 def _verify(gold: str, answer: str, timeout: int | None) -> bool:
@@ -69,7 +70,9 @@ def _pool() -> ProcessPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
-            _POOL = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("fork"))
+            # forkserver, not fork: forking a process that already runs threads (torch, tokenizers, a notebook
+            # runner) can deadlock the child; the fork server is a fresh single-threaded process
+            _POOL = ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("forkserver"))
         return _POOL
 
 def _reset_pool():
@@ -93,13 +96,17 @@ def grade_math(
     if threading.current_thread() is threading.main_thread():
         try: return _verify(str(gold), answer, timeout_s)
         except MathVerifyTimeout: return False
-    fut = _pool().submit(_verify, str(gold), answer, None)
+    if mp.current_process().daemon:  # a daemonic worker may not start processes: grade here, without a timeout
+        return _verify(str(gold), answer, None)
+    # submit the *installed* module's function: it pickles by reference to delta_repro.rewards, which the worker can
+    # import (a function defined in a notebook or __main__ could not be found there)
+    fut = _pool().submit(importlib.import_module("delta_repro.rewards")._verify, str(gold), answer, None)
     try: return fut.result(timeout=timeout_s * 2 + 5)
     except FutureTimeout:
         _reset_pool()
         return False
 
-# %% ../nbs/04_rewards.ipynb #4b797db5
+# %% ../nbs/04_rewards.ipynb #dc8dc09b
 def completion_text(c) -> str:
     "The text of a completion: a string, or the content of the last message of a conversational completion."
     if isinstance(c, str): return c
@@ -132,7 +139,7 @@ def choice_reward(completions: list, answer: list, **kwargs) -> list[float]:
     "Multiple choice (GPQA-Diamond, MMLU-Pro): 1.0 if the final letter equals `answer` (a letter), else 0.0."
     return [float(extract_choice(completion_text(c)) == str(a).strip().upper()) for c, a in zip(completions, answer)]
 
-# %% ../nbs/04_rewards.ipynb #e700f37c
+# %% ../nbs/04_rewards.ipynb #c8b99313
 _HARNESS = r'''
 import json, os, sys
 WORKDIR = os.path.realpath(os.getcwd())
