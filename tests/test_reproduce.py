@@ -88,10 +88,17 @@ def test_interrupted_run_resumes_and_finished_run_is_kept(tmp_path, monkeypatch)
         train_run(plan, rid, tmp_path / "runs", save_every=1)
     out = tmp_path / "runs" / rid
     assert not (out / "DONE").exists() and (out / "trainer" / "checkpoint-2").exists()
-    monkeypatch.setattr(ex.DeltaGRPOTrainer, "add_callback", real_add)
+    executed = []
+
+    class Count(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            executed.append(state.global_step)
+
+    monkeypatch.setattr(ex.DeltaGRPOTrainer, "add_callback", lambda self, cb: (real_add(self, cb), real_add(self, Count())))
     train_run(plan, rid, tmp_path / "runs", save_every=1)
+    assert sorted(set(executed)) == [3, 4]  # resumed from checkpoint-2: steps 1-2 were not trained again
     steps = [h["step"] for h in json.loads((out / "log_history.json").read_text()) if "loss" in h]
-    assert steps[-1] == 4 and 1 not in steps  # resumed at step 3 from checkpoint-2, did not start over
+    assert steps == [1, 2, 3, 4]  # and the log of the interrupted part was kept
     done = (out / "DONE").read_text()
     train_run(plan, rid, tmp_path / "runs")
     assert (out / "DONE").read_text() == done  # a finished run is left as it is
