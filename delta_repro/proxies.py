@@ -6,14 +6,14 @@
 __all__ = ['lm_head_proxy', 'output_embedding', 'capture_lm_head_inputs', 'backbone', 'capture_final_hidden_states',
            'topk_hidden_proxy']
 
-# %% ../nbs/00_proxies.ipynb #35610ec6
+# %% ../nbs/00_proxies.ipynb #151ff7c1
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import torch
 from torch import nn
 
-# %% ../nbs/00_proxies.ipynb #40c0611d
+# %% ../nbs/00_proxies.ipynb #eb4005bd
 def lm_head_proxy(
     hidden: torch.Tensor,  # (B, T, d) final hidden states, the input of the LM head; any float dtype
     token_logprobs: torch.Tensor,  # (B, T) log π(y_t) of the sampled tokens (logits / rollout temperature)
@@ -38,13 +38,13 @@ def lm_head_proxy(
     one_minus_p = (-torch.expm1(logp.clamp(max=0.0))).to(hidden.dtype)
     return hidden * one_minus_p.unsqueeze(-1)
 
-# %% ../nbs/00_proxies.ipynb #696972d9
+# %% ../nbs/00_proxies.ipynb #1e5b7d45
 def _describe(x) -> str:
     "Short description of a (possibly non-tensor) argument for error messages."
     if isinstance(x, torch.Tensor): return f"tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
     return f"{type(x).__name__}"
 
-# %% ../nbs/00_proxies.ipynb #55bd8bc6
+# %% ../nbs/00_proxies.ipynb #155b3500
 def output_embedding(model: nn.Module) -> nn.Module:
     """The LM head (output embedding) of `model`, unwrapping DDP/accelerate-style `.module` wrappers.
 
@@ -58,7 +58,7 @@ def output_embedding(model: nn.Module) -> nn.Module:
                          f"{type(head).__name__}); DelTA needs the LM-head input to build token proxies")
     return head
 
-# %% ../nbs/00_proxies.ipynb #3297d962
+# %% ../nbs/00_proxies.ipynb #b77da286
 @contextmanager
 def capture_lm_head_inputs(
     model: nn.Module,  # a transformers causal LM (anything with `get_output_embeddings()`)
@@ -90,7 +90,7 @@ def capture_lm_head_inputs(
     finally:
         handle.remove()
 
-# %% ../nbs/00_proxies.ipynb #bd7f3206
+# %% ../nbs/00_proxies.ipynb #8d6dbeae
 def backbone(model: nn.Module) -> nn.Module:
     """The decoder stack of a transformers causal LM (`model.base_model`, e.g. `Qwen3Model`), unwrapping DDP/
     accelerate `.module` and PEFT wrappers. Raises `ValueError` naming `model` if it has none."""
@@ -126,7 +126,7 @@ def capture_final_hidden_states(
     finally:
         handle.remove()
 
-# %% ../nbs/00_proxies.ipynb #bae5267e
+# %% ../nbs/00_proxies.ipynb #784bd9f3
 def topk_hidden_proxy(
     logits: torch.Tensor,  # (B, T, V) logits that produced the sampled tokens (before temperature)
     tokens: torch.Tensor,  # (B, T) int64 sampled token ids y_t

@@ -132,3 +132,18 @@ def test_rerun_skips_finished_runs_and_never_overwrites_them():
     assert res.stdout.count("done, skipped") == len(evals)
     assert {rid: (runs / rid / "eval.csv").stat().st_mtime_ns for rid in evals} == evals
     assert "table4_proxy" in res.stdout.split("summary")[-1]
+
+
+def test_mixed_answer_formats_for_the_warm_start():
+    from delta_repro.data import reasoning_gym_suite
+    from delta_repro.experiments import mix_answer_formats
+    from delta_repro.rewards import math_reward
+    ds = reasoning_gym_suite("chain_sum", 200, seed=0)
+    mixed = mix_answer_formats(ds, 0.5)
+    rewards = math_reward(mixed["solution"], mixed["answer"])
+    assert 0.45 <= 1 - sum(rewards) / len(rewards) <= 0.55  # about half can no longer be verified
+    assert all(s.startswith("The answer is") for s, r in zip(mixed["solution"], rewards) if r == 0)
+    assert mix_answer_formats(ds, 0.5)["solution"] == mixed["solution"]  # deterministic
+    assert math_reward(mix_answer_formats(ds, 0.0)["solution"], ds["answer"]) == [1.0] * 200
+    with pytest.raises(ValueError, match="share"):
+        mix_answer_formats(ds, 1.5)
