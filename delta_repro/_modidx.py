@@ -154,6 +154,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'delta_repro.models.train_bpe_tokenizer': ('models.html#train_bpe_tokenizer', 'delta_repro/models.py'),
                                     'delta_repro.models.warm_start': ('models.html#warm_start', 'delta_repro/models.py')},
             'delta_repro.proxies': { 'delta_repro.proxies._describe': ('proxies.html#_describe', 'delta_repro/proxies.py'),
+                                     'delta_repro.proxies._recording': ('proxies.html#_recording', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.backbone': ('proxies.html#backbone', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.capture_final_hidden_states': ( 'proxies.html#capture_final_hidden_states',
                                                                                           'delta_repro/proxies.py'),

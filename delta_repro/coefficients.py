@@ -6,7 +6,7 @@ temperature, one refinement step and self-normalisation (paper Sec. 3.2, App. Fâ
 # %% auto #0
 __all__ = ['DeltaConfig', 'DeltaCoefficients', 'StreamingDeltaEstimator', 'delta_coefficients', 'random_coefficients']
 
-# %% ../nbs/01_coefficients.ipynb #4724f910
+# %% ../nbs/01_coefficients.ipynb #4129b86f
 import math
 from dataclasses import dataclass, field, fields
 from typing import Callable, Iterable
@@ -15,7 +15,7 @@ import torch
 
 from .proxies import _describe
 
-# %% ../nbs/01_coefficients.ipynb #6305bd92
+# %% ../nbs/01_coefficients.ipynb #76daabad
 _TEMPERATURES = ("adaptive", "distance")
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class DeltaConfig:
         "True when Î³ is re-estimated from the margins (soft assignment with `temperature='adaptive'`)."
         return self.assignment == "soft" and self.temperature == "adaptive"
 
-# %% ../nbs/01_coefficients.ipynb #384dcc91
+# %% ../nbs/01_coefficients.ipynb #0362c762
 @dataclass
 class DeltaCoefficients:
     """DelTA coefficients of one batch of completions (all tensors on the proxies' device).
@@ -100,7 +100,7 @@ class DeltaCoefficients:
     n_neg_tokens: int = 0
     n_valid_tokens: int = 0
 
-# %% ../nbs/01_coefficients.ipynb #ffcca834
+# %% ../nbs/01_coefficients.ipynb #b96dad77
 def _rows(proxies, advantages, mask):
     "Validate one micro-batch; return rows (N, d), per-token advantages (N,) float64, valid (N,) bool, (B, T)."
     if not isinstance(proxies, torch.Tensor) or proxies.ndim != 3 or not proxies.is_floating_point():
@@ -131,7 +131,7 @@ def _acc_dtype(device) -> torch.dtype:
     "float64 accumulators wherever the device has float64 (everything but Apple's MPS)."
     return torch.float32 if torch.device(device).type == "mps" else torch.float64
 
-# %% ../nbs/01_coefficients.ipynb #d360c6f4
+# %% ../nbs/01_coefficients.ipynb #9b954173
 POS, NEG = 0, 1
 
 def _sides(a: torch.Tensor) -> torch.Tensor:
@@ -183,7 +183,7 @@ def _lam(alpha, valid, cfg) -> torch.Tensor:
     lam = cfg.lam_min + (cfg.lam_max - cfg.lam_min) * alpha if cfg.range_map else alpha
     return torch.where(valid, lam, 0.0)
 
-# %% ../nbs/01_coefficients.ipynb #03a046b4
+# %% ../nbs/01_coefficients.ipynb #57cc2ec3
 class StreamingDeltaEstimator:
     """DelTA coefficients over micro-batches whose proxies are never all in memory at once (paper App. H).
 
@@ -405,7 +405,7 @@ class StreamingDeltaEstimator:
                 n_pos_tokens=self.n_pos, n_neg_tokens=self.n_neg, n_valid_tokens=N))
         return out
 
-# %% ../nbs/01_coefficients.ipynb #2af1df49
+# %% ../nbs/01_coefficients.ipynb #66070b0b
 def delta_coefficients(
     proxies: torch.Tensor,  # (B, T, d) token-gradient proxies v, any float dtype (bf16 is fine)
     advantages: torch.Tensor,  # (B,) sequence advantages broadcast over tokens, or (B, T) per token
@@ -432,7 +432,7 @@ def delta_coefficients(
         est.end_pass()
     return est.result()[0]
 
-# %% ../nbs/01_coefficients.ipynb #9ea7a11a
+# %% ../nbs/01_coefficients.ipynb #ff6e7502
 def random_coefficients(
     mask: torch.Tensor,  # (B, T) 0/1 or bool: valid completion tokens
     lam_min: float = 0.8,

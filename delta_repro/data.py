@@ -9,7 +9,7 @@ __all__ = ['MATH_INSTRUCTION', 'CHOICE_INSTRUCTION', 'CODE_INSTRUCTION', 'load_a
            'load_aime25', 'load_gpqa_diamond', 'load_mmlu_pro_subset', 'load_humaneval_plus', 'load_mbpp_plus',
            'load_livecodebench', 'load_eurus2_code', 'reasoning_gym_suite', 'champ_suite', 'offline_code_suite']
 
-# %% ../nbs/05_data.ipynb #8e2941ce
+# %% ../nbs/05_data.ipynb #cc62f94b
 import hashlib
 import json
 import random
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from datasets import Dataset, load_dataset, load_from_disk
 
-# %% ../nbs/05_data.ipynb #d2c44acf
+# %% ../nbs/05_data.ipynb #006d1076
 MATH_INSTRUCTION = "Please reason step by step, and put your final answer within \\boxed{}."
 CHOICE_INSTRUCTION = "Answer with the letter of the correct option, and put it within \\boxed{}."
 CODE_INSTRUCTION = "Write a complete Python solution in a single ```python code block."
@@ -30,7 +30,7 @@ def make_prompt(question: str, instruction: str = MATH_INSTRUCTION, template: st
     if template == "chat": return [{"role": "user", "content": text}]
     raise ValueError(f"template must be 'base' or 'chat', got {template!r}")
 
-# %% ../nbs/05_data.ipynb #897bbeac
+# %% ../nbs/05_data.ipynb #139de399
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 def load_table(source: str | Path, config: str | None = None, split: str = "train") -> Dataset:
@@ -59,7 +59,7 @@ def _finish(rows: list[dict], source: str) -> Dataset:
 def _pid(*parts) -> str:
     return hashlib.sha1("|".join(map(str, parts)).encode()).hexdigest()[:12]
 
-# %% ../nbs/05_data.ipynb #cdb9f069
+# %% ../nbs/05_data.ipynb #dd584be0
 def _math(source, default, name, q="problem", a="answer", pid=None, config=None, split="train", template="base"):
     raw = load_table(source or default, config, split)
     missing = {q, a} - set(raw.column_names)
@@ -96,7 +96,7 @@ load_hmmt25_nov = _matharena("MathArena/hmmt_nov_2025", "HMMT25-Nov")
 load_hmmt26_feb = _matharena("MathArena/hmmt_feb_2026", "HMMT26-Feb")
 load_brumo25 = _matharena("MathArena/brumo_2025", "Brumo25")
 
-# %% ../nbs/05_data.ipynb #dfe5869e
+# %% ../nbs/05_data.ipynb #ba2ec393
 LETTERS = "ABCDEFGHIJ"
 
 def _choice_prompt(question, options, template):
@@ -127,7 +127,7 @@ def load_mmlu_pro_subset(source=None, template="base", n: int = 600, seed: int =
             for i, r in ((i, raw[i]) for i in idx)]
     return _finish(rows, "MMLU-Pro")
 
-# %% ../nbs/05_data.ipynb #180e5ff5
+# %% ../nbs/05_data.ipynb #f96aa79d
 def _io_tests(inputs, outputs) -> list[str]:
     "stdio test snippets: run the solution with `inp` on stdin and compare its stdout to `out` (whitespace-trimmed)."
     return [f"__check_io({json.dumps(str(i))}, {json.dumps(str(o))})" for i, o in zip(inputs, outputs)]
@@ -182,7 +182,7 @@ def load_eurus2_code(source=None, template="base") -> Dataset:
                          tests=_io_tests(gt["inputs"], gt["outputs"]), test_mode="stdio"))
     return _finish(rows, "Eurus-2-RL-Code")
 
-# %% ../nbs/05_data.ipynb #98711a5a
+# %% ../nbs/05_data.ipynb #65368d52
 def reasoning_gym_suite(name: str = "chain_sum", size: int = 256, seed: int = 0, template: str = "base",
                         **generator_config) -> Dataset:
     """`size` problems from a reasoning-gym generator (e.g. chain_sum, basic_arithmetic, gsm_symbolic), deterministic

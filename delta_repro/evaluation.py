@@ -7,7 +7,7 @@ test of App. K — results as tidy tables."""
 __all__ = ['vllm_available', 'generate_completions', 'grade', 'evaluate', 'summarize', 'pass_at_k', 'significance',
            'repeated_accuracy', 'save_results', 'load_results']
 
-# %% ../nbs/07_evaluation.ipynb #20343c1d
+# %% ../nbs/07_evaluation.ipynb #8d11c56e
 import json
 import math
 import os
@@ -21,7 +21,7 @@ from scipy import stats
 
 from .rewards import choice_reward, code_reward, completion_text, grade_math
 
-# %% ../nbs/07_evaluation.ipynb #5ae47885
+# %% ../nbs/07_evaluation.ipynb #0629b1e1
 def vllm_available() -> bool:
     "True when vLLM is importable and a CUDA device is present (vLLM is GPU-only and an optional extra)."
     if not torch.cuda.is_available(): return False
@@ -81,7 +81,7 @@ def _generate_vllm(model, texts, k, temperature, top_p, max_new_tokens, seed):
     params = SamplingParams(n=k, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
     return [[o.text for o in r.outputs] for r in llm.generate(texts, params)]
 
-# %% ../nbs/07_evaluation.ipynb #a1e23be1
+# %% ../nbs/07_evaluation.ipynb #5569ce96
 def grade(row: dict, completion: str) -> tuple[bool, bool]:
     "(correct, parseable) for one completion of a dataset row (math, multiple choice or code, by its columns)."
     if row.get("tests"):
@@ -114,7 +114,7 @@ def evaluate(
                                  completion=c))
     return pd.DataFrame(rows, columns=["benchmark", "problem_id", "sample", "correct", "parseable", "length", "completion"])
 
-# %% ../nbs/07_evaluation.ipynb #4ab4a4b2
+# %% ../nbs/07_evaluation.ipynb #099257ff
 def summarize(results: pd.DataFrame) -> pd.DataFrame:
     """Per-benchmark avg@k (percent), questions, samples per question and unparseable share, plus an "Avg." row
     weighted by the number of questions. Raises `ValueError` on an empty or malformed table."""
@@ -138,7 +138,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if n - c < k: return 1.0
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
-# %% ../nbs/07_evaluation.ipynb #725748fa
+# %% ../nbs/07_evaluation.ipynb #3cca858c
 def significance(a, b, alternative: str = "greater") -> dict:
     """One-sided Mann–Whitney U test (scipy) that scores `a` tend to exceed scores `b` (e.g. 16 repeated avg@k
     evaluations each). Returns U, p, the medians and sizes. Raises `ValueError` for fewer than 2 scores per side."""
@@ -157,7 +157,7 @@ def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None
     per = k // repeats
     return [100 * df[(df["sample"] >= r * per) & (df["sample"] < (r + 1) * per)]["correct"].mean() for r in range(repeats)]
 
-# %% ../nbs/07_evaluation.ipynb #df2e4505
+# %% ../nbs/07_evaluation.ipynb #44368b72
 def save_results(results: pd.DataFrame, path: str | Path) -> Path:
     """Write `results` to `path` (.csv or .json), atomically; raises `FileExistsError` if it exists, `ValueError` for
     another suffix."""

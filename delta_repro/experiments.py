@@ -9,7 +9,7 @@ __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan'
            'last_checkpoint', 'train_run', 'evaluate_run', 'estimate_gpu_hours', 'plan_status', 'describe_plan',
            'measure_step_overhead']
 
-# %% ../nbs/08_experiments.ipynb #9290dbf8
+# %% ../nbs/08_experiments.ipynb #dafbbb16
 import json
 import math
 import re
@@ -23,7 +23,7 @@ from transformers import TrainerCallback
 
 from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, overlong_penalty
 
-# %% ../nbs/08_experiments.ipynb #3dcb5204
+# %% ../nbs/08_experiments.ipynb #aac688c8
 ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_proxy", "table5_8_settings",
              "table9_olmo3", "table10_code", "table11_sensitivity", "table12_ood", "fig1_overview", "fig2_dynamics",
              "fig3_4_token_selection", "fig5_token_clouds", "appL1_overhead", "appK_significance",
@@ -86,7 +86,7 @@ def load_plan(path: str | Path) -> Plan:
     DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], "bf16": False})  # fields exist
     return plan
 
-# %% ../nbs/08_experiments.ipynb #76564260
+# %% ../nbs/08_experiments.ipynb #c3fe0eec
 def build_suite(spec: dict, template: str = "base"):
     "A dataset from a suite spec (see the plan YAML). Raises `ValueError` for an unknown suite."
     from delta_repro import data
@@ -155,7 +155,7 @@ def mix_answer_formats(dataset, share: float):
         return row
     return dataset.map(rewrite, with_indices=True)
 
-# %% ../nbs/08_experiments.ipynb #e3595572
+# %% ../nbs/08_experiments.ipynb #84a547f4
 class SelectionCallback(TrainerCallback):
     "Evaluate on the selection set every `every` steps and keep the best checkpoint in `best_dir` (ties: earliest)."
     def __init__(self, tokenizer, select_set, best_dir: Path, every: int, k: int, max_new_tokens: int, seed: int):
@@ -234,7 +234,7 @@ def _cuda() -> bool:
     import torch
     return torch.cuda.is_available()
 
-# %% ../nbs/08_experiments.ipynb #774603aa
+# %% ../nbs/08_experiments.ipynb #439836f0
 def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     """Evaluate the selected checkpoint of a finished run on its task's evaluation sets (and OOD sets when an
     artefact needs them) with the profile's avg@k settings; writes `eval.csv` once and returns its path."""
@@ -261,7 +261,7 @@ def _template(plan, backbone):
     kind = plan.raw["backbones"][backbone]["kind"]
     return None, None, ("chat" if kind == "smollm2" else plan.raw["backbones"][backbone].get("template", "base"))
 
-# %% ../nbs/08_experiments.ipynb #6532f57c
+# %% ../nbs/08_experiments.ipynb #01ce9eb4
 PAPER_STEP_SECONDS_8B = 363.0  # 37 s / 0.102 (App. L.1), first step of Qwen3-8B-Base on 8 x B200
 
 def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
@@ -272,7 +272,7 @@ def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
         out[rid] = run.steps * PAPER_STEP_SECONDS_8B * size / 8.0 * gpus / 3600
     return out
 
-# %% ../nbs/08_experiments.ipynb #e4eebd3e
+# %% ../nbs/08_experiments.ipynb #46f883cb
 def plan_status(plan: Plan, runs_dir: str | Path) -> list[dict]:
     "One dict per run: run_id, method, backbone, task, seed, steps, trained (DONE), evaluated (eval.csv), artefacts."
     users = {}
@@ -299,7 +299,7 @@ def describe_plan(plan: Plan, runs_dir: str | Path, gpus: int | None = None) -> 
                            f"paper's 363 s first step of the 8B model; evaluation not included)")
     return "\n".join(lines)
 
-# %% ../nbs/08_experiments.ipynb #7b3eedf6
+# %% ../nbs/08_experiments.ipynb #522d1802
 OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
                   "30m": dict(hidden_size=512, num_layers=8, num_heads=8)}
 

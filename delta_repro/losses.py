@@ -7,7 +7,7 @@ self-normalised form, FIPO's future-KL weights and the token-selection control (
 __all__ = ['AGGREGATIONS', 'clipped_surrogate', 'aggregate_loss', 'dapo_normalizer', 'delta_surrogate', 'future_kl_weights',
            'token_selection_weights']
 
-# %% ../nbs/02_losses.ipynb #4ded4441
+# %% ../nbs/02_losses.ipynb #13fb8826
 import math
 from typing import Callable
 
@@ -16,7 +16,7 @@ import torch
 from .proxies import _describe
 from .coefficients import _check_mask
 
-# %% ../nbs/02_losses.ipynb #3dd4a7c6
+# %% ../nbs/02_losses.ipynb #d1013070
 def clipped_surrogate(
     logps: torch.Tensor,  # (B, T) log π_θ of the completion tokens (with grad)
     old_logps: torch.Tensor,  # (B, T) log π_old (no grad)
@@ -48,7 +48,7 @@ def clipped_surrogate(
     if dual_clip is not None: ratio = torch.clamp(ratio, max=dual_clip)
     return -torch.min(ratio * adv, clipped * adv)
 
-# %% ../nbs/02_losses.ipynb #d3d3cc86
+# %% ../nbs/02_losses.ipynb #4f611c2d
 AGGREGATIONS = ("token-mean", "sequence-mean", "dr-grpo")
 
 def aggregate_loss(
@@ -88,7 +88,7 @@ def dapo_normalizer(
         raise ValueError("num_processes, gradient_accumulation_steps and steps_per_generation must be >= 1")
     return max(float(num_items_in_batch), 1.0) / num_processes * gradient_accumulation_steps / steps_per_generation
 
-# %% ../nbs/02_losses.ipynb #e28ec0b2
+# %% ../nbs/02_losses.ipynb #d639c893
 def delta_surrogate(
     per_token_loss: torch.Tensor,  # (B, T) unweighted DAPO loss ℓ
     lam: torch.Tensor,  # (B, T) λ >= 0 (0 on padding)
@@ -101,7 +101,7 @@ def delta_surrogate(
     den = torch.where(m, lam, 0.0).sum() if normalize else m.sum()
     return num / den.clamp(min=1e-12) if float(den) > 0 else num * 0.0
 
-# %% ../nbs/02_losses.ipynb #21628992
+# %% ../nbs/02_losses.ipynb #a28d689b
 def future_kl_weights(
     log_ratio: torch.Tensor,  # (B, T) log π_θ − log π_old per completion token (detached inside)
     mask: torch.Tensor,  # (B, T) 0/1 completion mask
@@ -137,7 +137,7 @@ def future_kl_weights(
     lo = 1.0 if clip_high_only else 1.0 - clip
     return torch.where(m, out.exp().clamp(lo, 1.0 + clip), 1.0).float()
 
-# %% ../nbs/02_losses.ipynb #8393eeca
+# %% ../nbs/02_losses.ipynb #4580d869
 def token_selection_weights(
     lam: torch.Tensor,  # (B, T) DelTA λ (the ranking score)
     mask: torch.Tensor,  # (B, T) 0/1

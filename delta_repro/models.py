@@ -7,14 +7,14 @@ for tests and CPU-scale runs."""
 __all__ = ['SPECIAL_TOKENS', 'ARCHITECTURES', 'SMOLLM2_GGUF', 'train_bpe_tokenizer', 'tiny_causal_lm', 'load_model', 'cache_dir',
            'smollm2_gguf_path', 'load_smollm2', 'warm_start']
 
-# %% ../nbs/06_models.ipynb #e6b86778
+# %% ../nbs/06_models.ipynb #00602799
 from typing import Iterable
 
 import torch
 from tokenizers import Tokenizer, decoders, models as tok_models, pre_tokenizers, trainers
 from transformers import (AutoConfig, AutoModelForCausalLM, PreTrainedModel, PreTrainedTokenizerFast)
 
-# %% ../nbs/06_models.ipynb #cdbc4119
+# %% ../nbs/06_models.ipynb #f2d79d78
 SPECIAL_TOKENS = ("<|pad|>", "<|endoftext|>")
 
 def train_bpe_tokenizer(
@@ -36,7 +36,7 @@ def train_bpe_tokenizer(
     return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=SPECIAL_TOKENS[0], eos_token=SPECIAL_TOKENS[1],
                                    padding_side="left")
 
-# %% ../nbs/06_models.ipynb #3d628071
+# %% ../nbs/06_models.ipynb #3a91774a
 ARCHITECTURES = {"qwen3": "qwen3", "olmo3": "olmo3", "llama": "llama"}
 
 def tiny_causal_lm(
@@ -67,7 +67,7 @@ def tiny_causal_lm(
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     return model
 
-# %% ../nbs/06_models.ipynb #f264c67b
+# %% ../nbs/06_models.ipynb #627d8b96
 import hashlib
 import importlib.util
 import json
@@ -103,7 +103,7 @@ def _set_special_tokens(model, tok):
     model.generation_config.eos_token_id = tok.eos_token_id
     model.config.eos_token_id = tok.eos_token_id
 
-# %% ../nbs/06_models.ipynb #15514d45
+# %% ../nbs/06_models.ipynb #2c00910a
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 def cache_dir() -> Path:
@@ -138,7 +138,7 @@ def load_smollm2(dtype: torch.dtype = torch.float32, device: str = "cpu") -> tup
         tmp.rename(target)  # atomic: an interrupted conversion never leaves a half-written cache
     return load_model(str(target), dtype=dtype, device=device)
 
-# %% ../nbs/06_models.ipynb #8c1f89ea
+# %% ../nbs/06_models.ipynb #faf8335e
 def _fingerprint(model, tokenizer, rows, **hparams) -> str:
     h = hashlib.sha256()
     h.update(model.config.to_json_string(use_diff=False).encode())

@@ -6,14 +6,14 @@
 __all__ = ['lm_head_proxy', 'output_embedding', 'capture_lm_head_inputs', 'backbone', 'capture_final_hidden_states',
            'topk_hidden_proxy']
 
-# %% ../nbs/00_proxies.ipynb #151ff7c1
+# %% ../nbs/00_proxies.ipynb #cbc04398
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 import torch
 from torch import nn
 
-# %% ../nbs/00_proxies.ipynb #eb4005bd
+# %% ../nbs/00_proxies.ipynb #e0d7755f
 def lm_head_proxy(
     hidden: torch.Tensor,  # (B, T, d) final hidden states, the input of the LM head; any float dtype
     token_logprobs: torch.Tensor,  # (B, T) log π(y_t) of the sampled tokens (logits / rollout temperature)
@@ -38,13 +38,13 @@ def lm_head_proxy(
     one_minus_p = (-torch.expm1(logp.clamp(max=0.0))).to(hidden.dtype)
     return hidden * one_minus_p.unsqueeze(-1)
 
-# %% ../nbs/00_proxies.ipynb #1e5b7d45
+# %% ../nbs/00_proxies.ipynb #2fa971c2
 def _describe(x) -> str:
     "Short description of a (possibly non-tensor) argument for error messages."
     if isinstance(x, torch.Tensor): return f"tensor of shape {tuple(x.shape)} and dtype {x.dtype}"
     return f"{type(x).__name__}"
 
-# %% ../nbs/00_proxies.ipynb #155b3500
+# %% ../nbs/00_proxies.ipynb #034dacf5
 def output_embedding(model: nn.Module) -> nn.Module:
     """The LM head (output embedding) of `model`, unwrapping DDP/accelerate-style `.module` wrappers.
 
@@ -58,7 +58,7 @@ def output_embedding(model: nn.Module) -> nn.Module:
                          f"{type(head).__name__}); DelTA needs the LM-head input to build token proxies")
     return head
 
-# %% ../nbs/00_proxies.ipynb #b77da286
+# %% ../nbs/00_proxies.ipynb #04840aff
 @contextmanager
 def capture_lm_head_inputs(
     model: nn.Module,  # a transformers causal LM (anything with `get_output_embeddings()`)
@@ -77,20 +77,26 @@ def capture_lm_head_inputs(
             logits = model(input_ids).logits
         h = hidden[0]   # (B, T, d): h[:, t] produced logits[:, t]
     """
-    head = output_embedding(model)
+    with _recording(output_embedding(model).register_forward_pre_hook, lambda args: args[0], transform) as captured:
+        yield captured
+
+# %% ../nbs/00_proxies.ipynb #034ed011
+@contextmanager
+def _recording(register, select, transform):
+    "Register a hook with `register`; it appends `transform(select(...).detach())` to a list; removed on exit."
     captured: list[torch.Tensor] = []
 
-    def hook(module, args):
-        h = args[0].detach()
+    def hook(module, *io):
+        h = select(*io).detach()
         captured.append(transform(h) if transform is not None else h)
 
-    handle = head.register_forward_pre_hook(hook)
+    handle = register(hook)
     try:
         yield captured
     finally:
         handle.remove()
 
-# %% ../nbs/00_proxies.ipynb #8d6dbeae
+# %% ../nbs/00_proxies.ipynb #e63c15ba
 def backbone(model: nn.Module) -> nn.Module:
     """The decoder stack of a transformers causal LM (`model.base_model`, e.g. `Qwen3Model`), unwrapping DDP/
     accelerate `.module` and PEFT wrappers. Raises `ValueError` naming `model` if it has none."""
@@ -112,21 +118,11 @@ def capture_final_hidden_states(
     """Context manager yielding a list that receives the backbone's `last_hidden_state` (B, L, d), detached, once
     per forward call — the LM-head input at every position, also when a fused head bypasses the head module.
     Raises `ValueError` if `model` has no backbone."""
-    base = backbone(model)
-    captured: list[torch.Tensor] = []
-
-    def hook(module, args, output):
-        h = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
-        h = h.detach()
-        captured.append(transform(h) if transform is not None else h)
-
-    handle = base.register_forward_hook(hook)
-    try:
+    last = lambda args, out: out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    with _recording(backbone(model).register_forward_hook, last, transform) as captured:
         yield captured
-    finally:
-        handle.remove()
 
-# %% ../nbs/00_proxies.ipynb #784bd9f3
+# %% ../nbs/00_proxies.ipynb #4e5fec55
 def topk_hidden_proxy(
     logits: torch.Tensor,  # (B, T, V) logits that produced the sampled tokens (before temperature)
     tokens: torch.Tensor,  # (B, T) int64 sampled token ids y_t

@@ -7,7 +7,7 @@ figures, the claim checks, and the analyses drawn from a real rollout batch (Fig
 __all__ = ['PAPER_METHODS', 'paper_results', 'method_summary', 'artefact_eval_paths', 'run_scores', 'compare_with_paper',
            'write_table', 'save_figure', 'claim', 'rollout_batch_coefficients', 'token_weight_table']
 
-# %% ../nbs/09_reporting.ipynb #c7b049c3
+# %% ../nbs/09_reporting.ipynb #dc8013ca
 import importlib.resources
 import io
 import json
@@ -19,7 +19,7 @@ import torch
 
 from .evaluation import load_results, significance, summarize
 
-# %% ../nbs/09_reporting.ipynb #336f38ac
+# %% ../nbs/09_reporting.ipynb #1d0af2a0
 def paper_results() -> pd.DataFrame:
     "The paper's results: columns table, backbone, method, benchmark, value (accuracy in percent)."
     text = importlib.resources.files("delta_repro").joinpath("data/paper_results.csv").read_text()
@@ -33,7 +33,7 @@ PAPER_METHODS = {  # paper's row label -> our method key (delta_repro.trainer.ME
     "lam_min=0.5": "λ∈[0.5,1.2]", "lam_max=1.5": "λ∈[0.8,1.5]", "lam_min=0.5, lam_max=1.5": "λ∈[0.5,1.5]",
 }
 
-# %% ../nbs/09_reporting.ipynb #8272d31b
+# %% ../nbs/09_reporting.ipynb #81c064c8
 def method_summary(eval_paths: list, benchmarks: list | None = None) -> pd.DataFrame:
     """Rows: method; columns: each benchmark's accuracy and 'Avg.' (question-weighted over `benchmarks`, default all;
     mean over seeds), plus 'Avg. sd' (over seeds) and 'seeds'. Raises `ValueError` if no path is given."""
@@ -87,7 +87,7 @@ def compare_with_paper(ours: pd.DataFrame, table: str, backbone: str | None = No
     extra = [c for c in ours.columns if c not in ("Avg.",)]
     return df.join(ours[extra]).rename_axis("method")
 
-# %% ../nbs/09_reporting.ipynb #376a12d5
+# %% ../nbs/09_reporting.ipynb #3a761597
 def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str = "") -> list[Path]:
     "Write `df` as Markdown (with the caption), LaTeX and CSV; returns the paths."
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
@@ -105,7 +105,7 @@ def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
     for p in paths: fig.savefig(p, dpi=150, bbox_inches="tight")
     return paths
 
-# %% ../nbs/09_reporting.ipynb #8cb161cc
+# %% ../nbs/09_reporting.ipynb #ef2b515a
 def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.05) -> dict:
     """Test one claim between score lists: relation ">" (one-sided, a greater), ">=" (not significantly smaller) or
     "≈" (two-sided not rejected). Returns a dict with holds, p, medians and the evidence used."""
@@ -120,7 +120,7 @@ def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.0
     return dict(claim=name, relation=relation, holds=bool(holds), p=s["p"], median_a=s["median_a"],
                 median_b=s["median_b"], n_a=s["n_a"], n_b=s["n_b"])
 
-# %% ../nbs/09_reporting.ipynb #350d6f05
+# %% ../nbs/09_reporting.ipynb #cda13046
 def rollout_batch_coefficients(model, tokenizer, dataset, reward_fn, n_prompts: int = 16, n_generations: int = 8,
                                max_new_tokens: int = 16, temperature: float = 1.0, seed: int = 0, config=None) -> dict:
     """A graded rollout batch and its DelTA coefficients: dict with proxies (B, T, d), advantages (B,), mask (B, T),

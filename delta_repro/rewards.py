@@ -7,7 +7,7 @@ choice by final letter — as TRL reward functions (paper Sec. 4, App. I)."""
 __all__ = ['GRADE_TIMEOUT_S', 'extract_boxed', 'extract_final_answer', 'grade_math', 'completion_text', 'math_reward',
            'extract_choice', 'choice_reward', 'run_tests_sandboxed', 'extract_code', 'code_reward']
 
-# %% ../nbs/04_rewards.ipynb #f1a4c5e3
+# %% ../nbs/04_rewards.ipynb #ba1c80ee
 import importlib
 import json
 import os
@@ -26,7 +26,7 @@ import multiprocessing as mp
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException as MathVerifyTimeout
 
-# %% ../nbs/04_rewards.ipynb #4637313c
+# %% ../nbs/04_rewards.ipynb #4261d1fe
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
 
@@ -51,7 +51,7 @@ def extract_final_answer(completion: str) -> str | None:
     lines = _ANSWER_LINE.findall(completion or "")
     return lines[-1].strip().rstrip(".") if lines else None
 
-# %% ../nbs/04_rewards.ipynb #e650f49c
+# %% ../nbs/04_rewards.ipynb #629b0647
 GRADE_TIMEOUT_S = 5
 
 def _verify(gold: str, answer: str, timeout: int | None) -> bool:
@@ -106,7 +106,7 @@ def grade_math(
         _reset_pool()
         return False
 
-# %% ../nbs/04_rewards.ipynb #e8501534
+# %% ../nbs/04_rewards.ipynb #ec07c3e8
 def completion_text(c) -> str:
     "The text of a completion: a string, or the content of the last message of a conversational completion."
     if isinstance(c, str): return c
@@ -139,7 +139,7 @@ def choice_reward(completions: list, answer: list, **kwargs) -> list[float]:
     "Multiple choice (GPQA-Diamond, MMLU-Pro): 1.0 if the final letter equals `answer` (a letter), else 0.0."
     return [float(extract_choice(completion_text(c)) == str(a).strip().upper()) for c, a in zip(completions, answer)]
 
-# %% ../nbs/04_rewards.ipynb #3853a6b6
+# %% ../nbs/04_rewards.ipynb #38f6bfd8
 _HARNESS = r'''
 import json, os, sys
 WORKDIR = os.path.realpath(os.getcwd())

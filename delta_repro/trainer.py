@@ -7,7 +7,7 @@ trainer (Sec. 4, App. I–J, Table 5)."""
 __all__ = ['CREDIT_ASSIGNMENTS', 'PAPER_PROMPTS', 'PAPER_ROLLOUTS', 'PAPER_UPDATES', 'METHODS', 'DeltaGRPOConfig', 'paper_config',
            'overlong_penalty', 'DeltaGRPOTrainer']
 
-# %% ../nbs/03_trainer.ipynb #2c57b235
+# %% ../nbs/03_trainer.ipynb #705562c4
 import math
 import time
 from dataclasses import dataclass, field, fields
@@ -21,7 +21,7 @@ from .losses import future_kl_weights, token_selection_weights
 from .proxies import (backbone, capture_final_hidden_states, lm_head_proxy, output_embedding,
                                  topk_hidden_proxy)
 
-# %% ../nbs/03_trainer.ipynb #8e8811fb
+# %% ../nbs/03_trainer.ipynb #ea276cf9
 CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
 
 @dataclass
@@ -91,7 +91,7 @@ class DeltaGRPOConfig(GRPOConfig):
         except ValueError as e:
             raise ValueError(f"delta_{e}") from None
 
-# %% ../nbs/03_trainer.ipynb #c6305712
+# %% ../nbs/03_trainer.ipynb #2090e89c
 PAPER_PROMPTS, PAPER_ROLLOUTS, PAPER_UPDATES = 128, 16, 4
 
 def paper_config(
@@ -121,7 +121,7 @@ def paper_config(
     kw.update(overrides)
     return DeltaGRPOConfig(**kw)
 
-# %% ../nbs/03_trainer.ipynb #45bedaf3
+# %% ../nbs/03_trainer.ipynb #d74d8864
 METHODS = {
     "DAPO": dict(credit_assignment="none", loss_type="dapo"),
     "DAPO w/ Forking Tokens": dict(credit_assignment="none", loss_type="dapo", top_entropy_quantile=0.2),
@@ -162,7 +162,7 @@ def overlong_penalty(args: DeltaGRPOConfig):
     scaled.__name__ = "soft_overlong_punishment"
     return scaled
 
-# %% ../nbs/03_trainer.ipynb #c6d88a97
+# %% ../nbs/03_trainer.ipynb #e71d66da
 class DeltaGRPOTrainer(GRPOTrainer):
     """TRL's `GRPOTrainer` with DelTA and the paper's token-credit controls (`DeltaGRPOConfig.credit_assignment`).
 
