@@ -9,7 +9,7 @@ __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan'
            'last_checkpoint', 'train_run', 'evaluate_run', 'estimate_gpu_hours', 'plan_status', 'describe_plan',
            'measure_step_overhead']
 
-# %% ../nbs/08_experiments.ipynb #dafbbb16
+# %% ../nbs/08_experiments.ipynb #4944d1be
 import json
 import math
 import re
@@ -23,7 +23,7 @@ from transformers import TrainerCallback
 
 from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, overlong_penalty
 
-# %% ../nbs/08_experiments.ipynb #aac688c8
+# %% ../nbs/08_experiments.ipynb #bb126298
 ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_proxy", "table5_8_settings",
              "table9_olmo3", "table10_code", "table11_sensitivity", "table12_ood", "fig1_overview", "fig2_dynamics",
              "fig3_4_token_selection", "fig5_token_clouds", "appL1_overhead", "appK_significance",
@@ -86,7 +86,7 @@ def load_plan(path: str | Path) -> Plan:
     DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], "bf16": False})  # fields exist
     return plan
 
-# %% ../nbs/08_experiments.ipynb #c3fe0eec
+# %% ../nbs/08_experiments.ipynb #a718992e
 def build_suite(spec: dict, template: str = "base"):
     "A dataset from a suite spec (see the plan YAML). Raises `ValueError` for an unknown suite."
     from delta_repro import data
@@ -119,28 +119,24 @@ def build_backbone(plan: Plan, backbone: str, task: str):
     "(model, tokenizer, prompt template) of a backbone for a task; tiny backbones are warm-started (cached)."
     from delta_repro import models
     spec = dict(plan.raw["backbones"][backbone])
-    kind = spec.pop("kind")
+    kind, ws = spec.pop("kind"), dict(spec.pop("warm_start", None) or {})
+    template = "chat" if kind == "smollm2" else spec.pop("template", "base") if kind == "hub" else "base"
+    # only the training suite: the tokenizer corpus and the warm-start data (evaluation sets are not needed here)
+    train = build_suite(plan.raw["tasks"][task]["train"], template) if kind == "tiny" or ws else None
     if kind == "smollm2":
         model, tok = models.load_smollm2()
-        template = "chat"
     elif kind == "hub":
         model, tok = models.load_model(spec["id"])
-        template = spec.get("template", "base")
     elif kind == "tiny":
-        train, _, _ = task_sets(plan, task)
-        corpus = list(train["prompt"]) + list(train["solution"])
-        tok = models.train_bpe_tokenizer(corpus, vocab_size=spec.pop("vocab_size", 512))
-        ws = spec.pop("warm_start", None)
+        tok = models.train_bpe_tokenizer(list(train["prompt"]) + list(train["solution"]),
+                                         vocab_size=spec.pop("vocab_size", 512))
         model = models.tiny_causal_lm(tok, spec.pop("arch"), **spec)
-        template = "base"
     else:
         raise ValueError(f"backbone {backbone}: kind must be tiny, smollm2 or hub, got {kind!r}")
-    ws = dict(spec.get("warm_start") or {}) if kind != "tiny" else dict(ws or {})
     if ws:
-        train, _, _ = task_sets(plan, task, template)
         share = float(ws.pop("unverifiable_format_share", 0.0))
-        if share > 0: train = mix_answer_formats(train, share)
-        model, _ = models.warm_start(model, tok, train, name=f"{backbone}-{task}", **ws)
+        model, _ = models.warm_start(model, tok, mix_answer_formats(train, share) if share > 0 else train,
+                                     name=f"{backbone}-{task}", **ws)
     return model, tok, template
 
 def mix_answer_formats(dataset, share: float):
@@ -155,7 +151,7 @@ def mix_answer_formats(dataset, share: float):
         return row
     return dataset.map(rewrite, with_indices=True)
 
-# %% ../nbs/08_experiments.ipynb #84a547f4
+# %% ../nbs/08_experiments.ipynb #6c86902a
 class SelectionCallback(TrainerCallback):
     "Evaluate on the selection set every `every` steps and keep the best checkpoint in `best_dir` (ties: earliest)."
     def __init__(self, tokenizer, select_set, best_dir: Path, every: int, k: int, max_new_tokens: int, seed: int):
@@ -234,7 +230,7 @@ def _cuda() -> bool:
     import torch
     return torch.cuda.is_available()
 
-# %% ../nbs/08_experiments.ipynb #439836f0
+# %% ../nbs/08_experiments.ipynb #b3c98e34
 def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     """Evaluate the selected checkpoint of a finished run on its task's evaluation sets (and OOD sets when an
     artefact needs them) with the profile's avg@k settings; writes `eval.csv` once and returns its path."""
@@ -261,7 +257,7 @@ def _template(plan, backbone):
     kind = plan.raw["backbones"][backbone]["kind"]
     return None, None, ("chat" if kind == "smollm2" else plan.raw["backbones"][backbone].get("template", "base"))
 
-# %% ../nbs/08_experiments.ipynb #01ce9eb4
+# %% ../nbs/08_experiments.ipynb #fce948e5
 PAPER_STEP_SECONDS_8B = 363.0  # 37 s / 0.102 (App. L.1), first step of Qwen3-8B-Base on 8 x B200
 
 def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
@@ -272,7 +268,7 @@ def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
         out[rid] = run.steps * PAPER_STEP_SECONDS_8B * size / 8.0 * gpus / 3600
     return out
 
-# %% ../nbs/08_experiments.ipynb #46f883cb
+# %% ../nbs/08_experiments.ipynb #4d83c19a
 def plan_status(plan: Plan, runs_dir: str | Path) -> list[dict]:
     "One dict per run: run_id, method, backbone, task, seed, steps, trained (DONE), evaluated (eval.csv), artefacts."
     users = {}
@@ -299,7 +295,7 @@ def describe_plan(plan: Plan, runs_dir: str | Path, gpus: int | None = None) -> 
                            f"paper's 363 s first step of the 8B model; evaluation not included)")
     return "\n".join(lines)
 
-# %% ../nbs/08_experiments.ipynb #522d1802
+# %% ../nbs/08_experiments.ipynb #59f04379
 OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
                   "30m": dict(hidden_size=512, num_layers=8, num_heads=8)}
 
