@@ -60,15 +60,25 @@ def artefact_eval_paths(plan, artefact: str, runs_dir: str | Path) -> tuple[list
     return have, missing
 
 def run_scores(plan, artefact: str, runs_dir: str | Path, method: str, benchmarks: list | None = None,
-               repeats: int = 4) -> list[float]:
-    """Scores of a method for the claim tests: the 'Avg.' of each training seed when there are at least 3 seeds,
-    else `repeats` repeated evaluations (disjoint splits of the samples) of its single run."""
+               repeats: int = 4, by: str = "auto", seed: int | None = None) -> list[float]:
+    """Scores (percent) of a method of an artefact for the claim tests (App. K).
+
+    by="seeds": the question-weighted 'Avg.' of each evaluated training seed; by="repeats": `repeats` repeated
+    evaluations (disjoint splits of the k samples per problem) of the run with `seed` (default: its lowest evaluated
+    seed) — the paper's protocol; by="auto": seeds when at least 3 are evaluated, else repeats. Returns [] when no run
+    of `method` is evaluated yet. Raises `ValueError` for another `by`, or a `seed` without evaluated run."""
     from delta_repro.evaluation import repeated_accuracy
+    if by not in ("auto", "seeds", "repeats"): raise ValueError(f"by must be 'auto', 'seeds' or 'repeats', got {by!r}")
     paths = [p for p in artefact_eval_paths(plan, artefact, runs_dir)[0] if plan.runs[p.parent.name].method == method]
+    paths.sort(key=lambda p: plan.runs[p.parent.name].seed)
+    if seed is not None:
+        paths = [p for p in paths if plan.runs[p.parent.name].seed == seed]
+        if not paths: raise ValueError(f"seed: no evaluated run of {method!r} with seed {seed} in {artefact!r}")
     frames = [load_results(p) for p in paths]
     if benchmarks is not None: frames = [f[f["benchmark"].isin(benchmarks)] for f in frames]
-    if len(frames) >= 3: return [float(summarize(f).loc["Avg.", "accuracy"]) for f in frames]
     if not frames: return []
+    if by == "seeds" or (by == "auto" and len(frames) >= 3):
+        return [float(summarize(f).loc["Avg.", "accuracy"]) for f in frames]
     return repeated_accuracy(frames[0], repeats)
 
 def compare_with_paper(ours: pd.DataFrame, table: str, backbone: str | None = None) -> pd.DataFrame:

@@ -1,0 +1,64 @@
+"Claim tests of App. K: which scores are compared (seeds or repeated evaluations), with hand-computed values."
+import pandas as pd
+import pytest
+import yaml
+
+from delta_repro.evaluation import save_results
+from delta_repro.experiments import load_plan
+from delta_repro.reporting import claim, run_scores
+
+
+def _plan(tmp_path, seeds):
+    raw = yaml.safe_load(open("configs/smoke.yaml"))
+    raw["artefacts"] = {"appK_significance": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA", "DAPO"],
+                                              "seeds": seeds}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    return load_plan(tmp_path / "plan.yaml")
+
+
+def _evaluate(runs_dir, plan, run_id, correct):
+    "An eval.csv with one benchmark of 2 problems x 4 samples; `correct[i]` lists sample i's outcome per problem."
+    run = plan.runs[run_id]
+    rows = [dict(run_id=run_id, method=run.method, seed=run.seed, benchmark="B", problem_id=f"p{j}", sample=i,
+                 correct=bool(c[j]), parseable=True, length=3, completion="x")
+            for i, c in enumerate(correct) for j in range(2)]
+    save_results(pd.DataFrame(rows), runs_dir / run_id / "eval.csv")
+
+
+def test_scores_by_seed_and_by_repeated_evaluation(tmp_path):
+    plan = _plan(tmp_path, [0, 1, 2])
+    runs = tmp_path / "runs"
+    ids = {(r.method, r.seed): rid for rid, r in plan.runs.items()}
+    # DelTA seed s solves (s+1) of the 8 (problem, sample) pairs: Avg. = 12.5, 25, 37.5 %
+    for s in range(3):
+        flat = [1] * (s + 1) + [0] * (7 - s)
+        _evaluate(runs, plan, ids[("DelTA", s)], [flat[2 * i: 2 * i + 2] for i in range(4)])
+    assert run_scores(plan, "appK_significance", runs, "DelTA", by="seeds") == [12.5, 25.0, 37.5]
+    assert run_scores(plan, "appK_significance", runs, "DelTA") == [12.5, 25.0, 37.5]  # auto: 3 seeds
+    # repeated evaluations of seed 2 (samples 0|1|2|3 → both, first, none, none solved): 100, 50, 0, 0 %
+    assert run_scores(plan, "appK_significance", runs, "DelTA", repeats=4, by="repeats", seed=2) == [100, 50, 0, 0]
+    assert run_scores(plan, "appK_significance", runs, "DelTA", repeats=2, by="repeats") == [25.0, 0.0]  # seed 0
+    assert run_scores(plan, "appK_significance", runs, "DAPO") == []  # nothing evaluated yet
+    with pytest.raises(ValueError, match="by"): run_scores(plan, "appK_significance", runs, "DelTA", by="runs")
+    with pytest.raises(ValueError, match="seed"): run_scores(plan, "appK_significance", runs, "DelTA", seed=7)
+
+
+def test_auto_uses_repeated_evaluations_below_three_seeds(tmp_path):
+    plan = _plan(tmp_path, [0, 1])
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _evaluate(runs, plan, rid, [[1, 1], [1, 0], [0, 0], [0, 0]] if r.seed == 0 else [[0, 0]] * 4)
+    assert run_scores(plan, "appK_significance", runs, "DAPO", repeats=4) == [100, 50, 0, 0]
+
+
+def test_claim_verdicts_hand_computed():
+    # 5 seeds vs 5, fully separated: exact one-sided Mann-Whitney p = 1 / C(10, 5) = 1/252
+    c = claim("A > B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5])
+    assert c["holds"] and c["p"] == pytest.approx(1 / 252) and (c["n_a"], c["n_b"]) == (5, 5)
+    # 3 vs 3 can never reach p < 0.05: the smallest exact p is 1 / C(6, 3) = 0.05
+    c3 = claim("A > B", [4, 5, 6], [1, 2, 3])
+    assert c3["p"] == pytest.approx(0.05) and not c3["holds"]
+    assert not claim("A > B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10])["holds"]
+    assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["holds"]
+    assert not claim("A ≈ B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "≈")["holds"]
+    with pytest.raises(ValueError, match="relation"): claim("A ? B", [1, 2], [3, 4], "?")
