@@ -6,8 +6,8 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 # %% auto #0
 __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan', 'load_plan', 'build_suite', 'task_sets',
            'reward_functions', 'build_backbone', 'mix_answer_formats', 'SelectionCallback', 'save_checkpoint',
-           'last_checkpoint', 'train_run', 'evaluate_run', 'estimate_gpu_hours', 'plan_status', 'describe_plan',
-           'measure_step_overhead']
+           'last_checkpoint', 'train_run', 'evaluate_run', 'prompt_template', 'estimate_gpu_hours', 'plan_status',
+           'describe_plan', 'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
 import json
@@ -242,7 +242,7 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     if path.exists(): return path
     if not (out / "DONE").exists(): raise ValueError(f"run_id: {run_id} has not finished training ({out})")
     model, tok = load_model(str(out / "best"))
-    _, _, template = _template(plan, run.backbone)
+    template = prompt_template(plan, run.backbone)
     _, evals, _ = task_sets(plan, run.task, template, ood=run_id in plan.ood_runs)
     e = plan.raw["evaluation"]
     res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
@@ -253,9 +253,11 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     res.insert(2, "seed", run.seed)
     return save_results(res, path)
 
-def _template(plan, backbone):
-    kind = plan.raw["backbones"][backbone]["kind"]
-    return None, None, ("chat" if kind == "smollm2" else plan.raw["backbones"][backbone].get("template", "base"))
+def prompt_template(plan: Plan, backbone: str) -> str:
+    """How prompts of `backbone` are rendered for generation: "chat" (the tokenizer's chat template; SmolLM2-Instruct)
+    or the backbone's `template` entry ("base" by default: the raw prompt). Raises `KeyError` for an unknown backbone."""
+    spec = plan.raw["backbones"][backbone]
+    return "chat" if spec["kind"] == "smollm2" else spec.get("template", "base")
 
 # %% ../nbs/08_experiments.ipynb #fce948e5
 PAPER_STEP_SECONDS_8B = 363.0  # 37 s / 0.102 (App. L.1), first step of Qwen3-8B-Base on 8 x B200

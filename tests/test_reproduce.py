@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from delta_repro.experiments import ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, train_run
+from delta_repro.experiments import ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, prompt_template, train_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = os.environ.get("DELTA_SMOKE_RAN") == "1"
@@ -28,7 +28,7 @@ def test_cpu_profile_trains_several_seeds_and_a_real_pretrained_model():
     plan = load_plan(ROOT / "configs" / "cpu.yaml")
     seeds = {m: {r.seed for r in plan.runs.values() if r.method == m and r.backbone == "tiny-qwen3" and r.task == "math"}
              for m in ("DelTA", "DAPO")}
-    assert all(len(s) >= 3 for s in seeds.values())
+    assert all(len(s) >= 5 for s in seeds.values())  # 3 vs 3 cannot reach p < 0.05 (exact Mann-Whitney)
     assert any(plan.raw["backbones"][r.backbone]["kind"] == "smollm2" for r in plan.runs.values())
     assert {"tiny-qwen3", "tiny-olmo3"} <= {r.backbone for r in plan.runs.values()}
 
@@ -147,3 +147,9 @@ def test_mixed_answer_formats_for_the_warm_start():
     assert math_reward(mix_answer_formats(ds, 0.0)["solution"], ds["answer"]) == [1.0] * 200
     with pytest.raises(ValueError, match="share"):
         mix_answer_formats(ds, 1.5)
+
+
+def test_prompt_template_per_backbone():
+    plan = load_plan(ROOT / "configs" / "cpu.yaml")
+    assert prompt_template(plan, "smollm2") == "chat" and prompt_template(plan, "tiny-qwen3") == "base"
+    with pytest.raises(KeyError): prompt_template(plan, "no-such-backbone")
