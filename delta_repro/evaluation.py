@@ -121,7 +121,11 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     need = {"benchmark", "problem_id", "correct"}
     if results is None or len(results) == 0 or not need <= set(results.columns):
         raise ValueError(f"results must be a non-empty table with columns {sorted(need)}")
-    per_q = results.groupby(["benchmark", "problem_id"], sort=False)["correct"].mean()
+    corr = pd.to_numeric(results["correct"], errors="coerce")
+    if corr.isna().any() or not corr.isin([0, 1]).all():
+        raise ValueError("results: column 'correct' must hold only True/False (or 1/0), without missing values")
+    if "Avg." in set(results["benchmark"]): raise ValueError("results: no benchmark may be named 'Avg.' (the summary row)")
+    per_q = results.assign(correct=corr).groupby(["benchmark", "problem_id"], sort=False)["correct"].mean()
     by_b = per_q.groupby(level=0, sort=False)
     out = pd.DataFrame({"accuracy": 100 * by_b.mean(), "questions": by_b.size(),
                         "samples": results.groupby("benchmark", sort=False).size() / by_b.size()})
@@ -140,22 +144,35 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 # %% ../nbs/07_evaluation.ipynb #3cca858c
 def significance(a, b, alternative: str = "greater") -> dict:
-    """One-sided Mann–Whitney U test (scipy) that scores `a` tend to exceed scores `b` (e.g. 16 repeated avg@k
-    evaluations each). Returns U, p, the medians and sizes. Raises `ValueError` for fewer than 2 scores per side."""
+    """Mann–Whitney U test (scipy) that scores `a` tend to exceed scores `b` (e.g. 16 repeated avg@k evaluations
+    each, or one 'Avg.' per training seed); `alternative` "greater", "less" or "two-sided". The p-value is the
+    permutation p of U (exact enumeration up to 20,000 splits, else 20,000 seeded resamples), which stays valid
+    with ties — accuracies tie often — where scipy's default normal approximation is anti-conservative at small n.
+    Returns U, p, the medians and sizes. Raises `ValueError` for fewer than 2 scores per side, non-finite
+    scores, 1-D input of another shape, or another `alternative`."""
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or b.ndim != 1: raise ValueError(f"a and b must be 1-D score lists, got shapes {a.shape} and {b.shape}")
     if a.size < 2 or b.size < 2: raise ValueError(f"need at least 2 scores per side, got {a.size} and {b.size}")
-    res = stats.mannwhitneyu(a, b, alternative=alternative)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()): raise ValueError("a and b must be finite scores (no NaN/inf)")
+    perm = stats.PermutationMethod(n_resamples=20000, rng=np.random.default_rng(0))
+    res = stats.mannwhitneyu(a, b, alternative=alternative, method=perm)
     return dict(U=float(res.statistic), p=float(res.pvalue), median_a=float(np.median(a)), median_b=float(np.median(b)),
                 n_a=int(a.size), n_b=int(b.size), alternative=alternative)
 
 def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None = None) -> list[float]:
     """Split each problem's samples into `repeats` disjoint evaluations and return the pooled accuracy (percent) of each:
     S repeated avg@(k/S) evaluations from one avg@k run. Raises `ValueError` if there are fewer samples than repeats."""
+    if not isinstance(repeats, int) or repeats < 1: raise ValueError(f"repeats must be a positive int, got {repeats!r}")
     df = results if benchmark is None else results[results["benchmark"] == benchmark]
+    if len(df) == 0: raise ValueError(f"benchmark: no results{'' if benchmark is None else f' for {benchmark!r}'}")
     k = int(df.groupby(["benchmark", "problem_id"]).size().min())
     if k < repeats: raise ValueError(f"{k} samples per problem cannot make {repeats} repeated evaluations")
     per = k // repeats
-    return [100 * df[(df["sample"] >= r * per) & (df["sample"] < (r + 1) * per)]["correct"].mean() for r in range(repeats)]
+    # the i-th sample of each problem, whatever the sample ids (0..k-1 or not)
+    idx = df.groupby(["benchmark", "problem_id"])["sample"].rank(method="first").astype(int) - 1
+    return [100 * float(df[(idx >= r * per) & (idx < (r + 1) * per)]["correct"].astype(float).mean()) for r in range(repeats)]
 
 # %% ../nbs/07_evaluation.ipynb #44368b72
 def save_results(results: pd.DataFrame, path: str | Path) -> Path:
@@ -173,6 +190,14 @@ def save_results(results: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 def load_results(path: str | Path) -> pd.DataFrame:
-    "Read a table written by `save_results`."
+    """Read a table written by `save_results`. Identifier and text columns (run_id, method, benchmark, problem_id,
+    completion) are read as strings exactly as written: a problem id "001" stays "001", "NA" stays "NA"."""
     path = Path(path)
-    return pd.read_csv(path) if path.suffix == ".csv" else pd.read_json(path, orient="records")
+    text = {c: str for c in ("run_id", "method", "benchmark", "problem_id", "completion")}
+    if path.suffix == ".csv":
+        df = pd.read_csv(path)  # numbers and booleans parsed as usual
+        str_cols = [c for c in text if c in df.columns]
+        if str_cols:  # text columns again, verbatim (no missing-value or number parsing)
+            df[str_cols] = pd.read_csv(path, usecols=str_cols, dtype=str, keep_default_na=False)[str_cols]
+        return df
+    return pd.read_json(path, orient="records", dtype=text)

@@ -109,3 +109,32 @@ def test_results_are_never_overwritten(tmp_path):
     with pytest.raises(ValueError, match="csv"):
         save_results(df, tmp_path / "r.txt")
     assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_results_round_trip_keeps_identifiers_verbatim(tmp_path):
+    df = pd.DataFrame({"benchmark": ["B", "B", "NA"], "problem_id": ["001", "01", "1"], "sample": [0, 0, 0],
+                       "correct": [True, False, True], "completion": ["NA", "", "None"]})
+    back = load_results(save_results(df, tmp_path / "r.csv"))
+    assert back["problem_id"].tolist() == ["001", "01", "1"] and back["completion"].tolist() == ["NA", "", "None"]
+    assert back["benchmark"].tolist() == ["B", "B", "NA"] and back["correct"].tolist() == [True, False, True]
+    assert summarize(back).loc["B", "questions"] == 2  # "001" and "01" are two questions, not one
+
+
+def test_bad_results_are_rejected_and_sample_ids_need_not_start_at_zero():
+    df = pd.DataFrame({"benchmark": ["A"] * 4, "problem_id": [1, 1, 2, 2], "sample": [1, 2, 1, 2],
+                       "correct": [1.0, 0.0, float("nan"), 1.0]})
+    with pytest.raises(ValueError, match="correct"): summarize(df)
+    with pytest.raises(ValueError, match="correct"): summarize(df.assign(correct=[2, 0, 0, 1]))
+    ok = df.assign(correct=[True, False, True, True])
+    assert repeated_accuracy(ok, 2) == [100.0, 50.0]  # samples numbered 1..2: first sample of each, then second
+    with pytest.raises(ValueError, match="repeats"): repeated_accuracy(ok, 0)
+    with pytest.raises(ValueError, match="benchmark"): repeated_accuracy(ok, 2, benchmark="Z")
+
+
+def test_significance_is_a_permutation_test_that_survives_ties():
+    # tied accuracies, fully separated: the exact permutation p is 1/C(6,3) = 0.05 (scipy's normal approximation
+    # would say 0.023 and let a 3-vs-3 claim "hold")
+    assert significance([60, 60, 60], [50, 50, 50])["p"] == pytest.approx(0.05)
+    assert significance([1, 1], [1, 1], "two-sided")["p"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="finite"): significance([1, float("nan"), 3], [1, 2, 3])
+    with pytest.raises(ValueError, match="alternative"): significance([1, 2], [3, 4], "bigger")
