@@ -182,6 +182,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'delta_repro.rewards': { 'delta_repro.rewards._limits': ('rewards.html#_limits', 'delta_repro/rewards.py'),
                                      'delta_repro.rewards._pool': ('rewards.html#_pool', 'delta_repro/rewards.py'),
                                      'delta_repro.rewards._reset_pool': ('rewards.html#_reset_pool', 'delta_repro/rewards.py'),
+                                     'delta_repro.rewards._same_length': ('rewards.html#_same_length', 'delta_repro/rewards.py'),
                                      'delta_repro.rewards._verify': ('rewards.html#_verify', 'delta_repro/rewards.py'),
                                      'delta_repro.rewards.choice_reward': ('rewards.html#choice_reward', 'delta_repro/rewards.py'),
                                      'delta_repro.rewards.code_reward': ('rewards.html#code_reward', 'delta_repro/rewards.py'),

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
@@ -89,10 +90,13 @@ def grade_math(
     timeout_s: int = GRADE_TIMEOUT_S,  # seconds per parse/compare (wall clock outside the main thread)
 ) -> bool | None:
     """True/False if the completion's final answer (`extract_final_answer`) equals `gold` under math-verify 0.9;
-    None if no answer can be extracted. Never raises for a timeout (counted as False)."""
+    None if no answer can be extracted. Never raises for a timeout (counted as False). Raises `ValueError` for an
+    empty or None `gold`, or a `timeout_s` that is not a positive int."""
+    if gold is None or not str(gold).strip(): raise ValueError(f"gold must be a non-empty answer, got {gold!r}")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int) or timeout_s < 1:
+        raise ValueError(f"timeout_s must be a positive int (math-verify uses signal.alarm), got {timeout_s!r}")
     answer = extract_final_answer(completion)
     if answer is None: return None
-    if not str(gold).strip(): raise ValueError("gold must be a non-empty answer")
     if threading.current_thread() is threading.main_thread():
         try: return _verify(str(gold), answer, timeout_s)
         except MathVerifyTimeout: return False
@@ -114,36 +118,55 @@ def completion_text(c) -> str:
     if isinstance(c, dict): return str(c.get("content", ""))
     return str(c)
 
+def _same_length(completions, column, name: str):
+    if isinstance(column, (str, bytes)) or not hasattr(column, "__len__"):
+        raise ValueError(f"{name} must be a list with one entry per completion, got {type(column).__name__}")
+    if len(column) != len(completions):
+        raise ValueError(f"{name} has {len(column)} entries for {len(completions)} completions")
+
 def math_reward(completions: list, answer: list, log_metric=None, **kwargs) -> list[float]:
     "Binary math reward: 1.0 if the final `\\boxed{}` answer equals the dataset's `answer` (math-verify), else 0.0."
-    if len(completions) != len(answer): raise ValueError("completions and answer must have the same length")
+    _same_length(completions, answer, "answer")
     grades = [grade_math(completion_text(c), a) for c, a in zip(completions, answer)]
     if log_metric is not None and grades:
         log_metric("math/unparseable_frac", sum(g is None for g in grades) / len(grades))
     return [1.0 if g else 0.0 for g in grades]
 
-_LETTER = re.compile(r"(?:answer\s*(?:is|:)?\s*\(?|\\boxed\{\s*(?:\\text\{)?|\(|^|\s)([A-J])(?:\)|\}|\.|,|\s|$)", re.I | re.M)
+# "answer is X" / "Answer: (X)" (either case) and "(X)" (capital); a letter followed by more letters or digits is a
+# word ("Because"), not an answer; a lone "I" or "a" in prose is never read as one
+_LETTER_AFTER_ANSWER = re.compile(r"(?i:answer)\s*(?:(?i:is)\s*|:\s*)?\(?([A-Ja-j])(?![A-Za-z0-9])")
+_LETTER_IN_PARENS = re.compile(r"\(([A-J])\)")
 
 def extract_choice(completion: str, n_choices: int = 10) -> str | None:
-    "The final answer letter of a multiple-choice completion (last `\\boxed{X}`, 'Answer: X' or '(X)'), or None."
+    """The final answer letter of a multiple-choice completion, or None: the last `\\boxed{X}`, else the last of
+    'answer is X' / 'Answer: X' / '(X)' in the final 2,000 characters."""
     text = completion_text(completion)
     boxed = extract_boxed(text)
     candidates = [boxed] if boxed else []
-    candidates += [m.group(1) for m in _LETTER.finditer(text[-2000:])][-1:]
+    tail = text[-2000:]
+    found = [(m.start(), m.group(1)) for r in (_LETTER_AFTER_ANSWER, _LETTER_IN_PARENS) for m in r.finditer(tail)]
+    candidates += [max(found)[1]] if found else []
     for c in candidates:
         c = re.sub(r"\\text\{|\}|\(|\)|\s", "", c or "").upper()
         if len(c) == 1 and "A" <= c < chr(ord("A") + n_choices): return c
     return None
 
 def choice_reward(completions: list, answer: list, **kwargs) -> list[float]:
-    "Multiple choice (GPQA-Diamond, MMLU-Pro): 1.0 if the final letter equals `answer` (a letter), else 0.0."
+    """Multiple choice (GPQA-Diamond, MMLU-Pro): 1.0 if the final letter equals `answer` (a letter), else 0.0.
+    Raises `ValueError` if `answer` is not a list as long as `completions`."""
+    _same_length(completions, answer, "answer")
     return [float(extract_choice(completion_text(c)) == str(a).strip().upper()) for c, a in zip(completions, answer)]
 
 # %% ../nbs/04_rewards.ipynb #38f6bfd8
 _HARNESS = r'''
 import json, os, sys
 WORKDIR = os.path.realpath(os.getcwd())
+_HIDDEN = ("tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back", "f_locals", "f_globals")
 def _guard(event, args):
+    # introspection that could reach the harness's frame (and its result marker) is refused
+    if event in ("sys._getframe", "sys._current_frames", "gc.get_objects", "gc.get_referrers", "gc.get_referents") or (
+            event == "object.__getattr__" and len(args) > 1 and args[1] in _HIDDEN):
+        raise PermissionError(f"sandbox: {event} is not allowed")
     if event in ("socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo") or event.startswith(
             ("subprocess.", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system",
              "ctypes.", "os.kill", "os.killpg", "pty.", "shutil.rmtree")):
@@ -159,7 +182,6 @@ def _guard(event, args):
         p = args[0]
         if not isinstance(p, int) and not os.path.realpath(os.fsdecode(p)).startswith(WORKDIR + os.sep):
             raise PermissionError(f"sandbox: {event} outside the working directory is not allowed")
-spec = json.load(open("spec.json"))
 def __check_io(inp, out):
     "stdio mode: run the whole program on `inp` and compare what it prints with `out`, token by token."
     import contextlib, io
@@ -168,30 +190,38 @@ def __check_io(inp, out):
     try:
         with contextlib.redirect_stdout(buf):
             try:
-                exec(compile(spec["code"], "solution.py", "exec"), {"__name__": "__main__"})
+                exec(compile(__check_io.code, "solution.py", "exec"), {"__name__": "__main__"})
             except SystemExit:
                 pass
     finally:
         sys.stdin = old
     assert buf.getvalue().split() == out.split()
-sys.addaudithook(_guard)
-passed, ns = 0, {"__name__": "__sandbox__", "__check_io": __check_io}
-ok = True
-if spec["mode"] == "functional":
-    try:
-        exec(compile(spec["code"], "solution.py", "exec"), ns)
-    except BaseException:
-        ok = False
-if ok:
-    for t in spec["tests"]:
+def _main():
+    # the spec (and the one-time result marker in it) lives only in this frame: the file is removed and nothing is
+    # left in module globals, so the candidate cannot print a forged result line
+    with open("spec.json") as f: spec = json.load(f)
+    os.remove("spec.json")
+    marker = spec.pop("marker")
+    __check_io.code = spec["code"]
+    sys.addaudithook(_guard)
+    passed, ns = 0, {"__name__": "__sandbox__", "__check_io": __check_io}
+    ok = True
+    if spec["mode"] == "functional":
         try:
-            exec(compile(t, "test.py", "exec"), ns)
-            passed += 1
+            exec(compile(spec["code"], "solution.py", "exec"), ns)
         except BaseException:
-            pass
-sys.stdout.write("\n@@SANDBOX@@" + json.dumps({"passed": passed, "total": len(spec["tests"])}) + "\n")
-sys.stdout.flush()
-os._exit(0)
+            ok = False
+    if ok:
+        for t in spec["tests"]:
+            try:
+                exec(compile(t, "test.py", "exec"), ns)
+                passed += 1
+            except BaseException:
+                pass
+    sys.stdout.write("\n" + marker + json.dumps({"passed": passed, "total": len(spec["tests"])}) + "\n")
+    sys.stdout.flush()
+    os._exit(0)
+_main()
 '''
 
 def _limits(cpu_s: int, mem_mb: int, fsize_mb: int, nproc: int):
@@ -221,8 +251,9 @@ def run_tests_sandboxed(
     if not isinstance(code, str) or not tests: return 0, len(tests)
     workdir = tempfile.mkdtemp(prefix="delta_sandbox_")
     try:
+        marker = f"@@SANDBOX-{secrets.token_hex(16)}@@"  # one-time: a candidate cannot guess it to forge a result
         with open(os.path.join(workdir, "spec.json"), "w") as f:
-            json.dump({"code": code, "tests": list(tests), "mode": mode}, f)
+            json.dump({"code": code, "tests": list(tests), "mode": mode, "marker": marker}, f)
         env = {"PATH": "/usr/bin:/bin", "HOME": workdir, "TMPDIR": workdir, "LANG": "C.UTF-8",
                "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         proc = subprocess.Popen([sys.executable, "-I", "-S", "-c", _HARNESS], cwd=workdir, env=env,
@@ -237,8 +268,8 @@ def run_tests_sandboxed(
             except (ProcessLookupError, PermissionError): pass
             proc.wait()
         text = out.decode("utf-8", "replace")
-        if "@@SANDBOX@@" not in text: return 0, len(tests)
-        res = json.loads(text.rsplit("@@SANDBOX@@", 1)[1].strip().splitlines()[0])
+        if marker not in text: return 0, len(tests)
+        res = json.loads(text.rsplit(marker, 1)[1].strip().splitlines()[0])
         return int(res["passed"]), int(res["total"])
     except (OSError, ValueError, KeyError):
         return 0, len(tests)
@@ -256,7 +287,9 @@ def extract_code(completion: str) -> str:
 def code_reward(completions: list, tests: list, test_mode: list | None = None, log_metric=None, **kwargs) -> list[float]:
     """1.0 if the completion's code passes all of its `tests` (sandboxed; `test_mode` per sample, default
     "functional"), else 0.0; logs the mean passed fraction."""
+    _same_length(completions, tests, "tests")
     modes = test_mode if test_mode is not None else ["functional"] * len(completions)
+    _same_length(completions, modes, "test_mode")
     results = [run_tests_sandboxed(extract_code(c), list(t), mode=m) for c, t, m in zip(completions, tests, modes)]
     if log_metric is not None and results:
         log_metric("code/passed_frac", sum(p / max(n, 1) for p, n in results) / len(results))

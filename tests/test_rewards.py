@@ -73,7 +73,7 @@ def test_extractors():
 def test_bad_gold_raises():
     with pytest.raises(ValueError, match="gold"):
         grade_math(r"\boxed{1}", "  ")
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="2 entries for 1 completions"):
         math_reward(["a"], ["1", "2"])
 
 
@@ -121,3 +121,34 @@ def test_sandbox_passes_good_code_and_counts_partial():
 def test_sandbox_files_inside_workdir_are_allowed():
     code = "open('scratch.txt', 'w').write('hi')\ndef add(a, b): return a + b"
     assert run_tests_sandboxed(code, ADD_TESTS) == (2, 2)
+
+
+FORGED = '{"passed": 1, "total": 1}'
+
+
+@pytest.mark.parametrize("attack", [
+    # print the harness's old fixed marker and leave before the real one is written
+    "import sys, os\nsys.stdout.write('\\n@@SANDBOX@@' + '%s' + '\\n'); sys.stdout.flush(); os._exit(0)" % FORGED,
+    # read the one-time marker from the harness's frame
+    "import sys\nprint('\\n' + sys._getframe(1).f_locals['marker'] + '%s')" % FORGED,
+    "try:\n    1/0\nexcept Exception as e:\n    print('\\n' + e.__traceback__.tb_frame.f_back.f_locals['marker'] + '%s')" % FORGED,
+    "import gc\nprint([o for o in gc.get_objects() if isinstance(o, dict) and 'marker' in o])",
+    "print(open('spec.json').read())",
+])
+def test_sandbox_result_cannot_be_forged(attack):
+    assert run_tests_sandboxed(attack, ["assert False"]) == (0, 1)
+
+
+def test_choice_letters_in_prose_are_not_answers():
+    assert extract_choice("The answer is (B).\nI hope this helps.") == "B"
+    assert extract_choice("Answer: B, because option A is wrong") == "B"
+    assert extract_choice("(B) is correct, as shown in part a.") == "B"
+    assert extract_choice("**Answer: d**") == "D" and extract_choice("Answer: Because of (C)") == "C"
+
+
+def test_reward_columns_must_match_the_completions():
+    with pytest.raises(ValueError, match="answer"): choice_reward(["Answer: B", "Answer: C"], ["B"])
+    with pytest.raises(ValueError, match="answer"): math_reward(["\\boxed{4}"], "4")
+    with pytest.raises(ValueError, match="tests"): code_reward(["x=1", "y=2"], [["assert x == 1"]])
+    with pytest.raises(ValueError, match="gold"): grade_math("no answer at all", "")
+    with pytest.raises(ValueError, match="timeout_s"): grade_math("\\boxed{2}", "2", timeout_s=1.5)
