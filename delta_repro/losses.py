@@ -59,22 +59,24 @@ def aggregate_loss(
     max_completion_length: int | None = None,  # dr-grpo: L_max
 ) -> torch.Tensor:  # scalar
     """Aggregate a per-token loss. Masked positions never contribute (even if they hold NaN/inf); an all-masked
-    batch gives an exact, finite 0 that is still connected to the graph. Raises `ValueError` for an unknown mode,
+    batch gives an exact, finite 0 that is still connected to the graph. Sums accumulate in float32 at least (the
+    result is float32 for float16/bfloat16 losses: a float16 token count overflows past 65,504). Raises `ValueError` for an unknown mode,
     mismatched shapes, a non-positive normaliser, or dr-grpo without `max_completion_length`."""
     if mode not in AGGREGATIONS: raise ValueError(f"mode must be one of {AGGREGATIONS}, got {mode!r}")
     if not isinstance(per_token_loss, torch.Tensor) or per_token_loss.ndim != 2:
         raise ValueError(f"per_token_loss must be (B, T), got {_describe(per_token_loss)}")
-    m = _check_mask(mask, per_token_loss.shape).to(per_token_loss.dtype)
-    masked = torch.where(m.bool(), per_token_loss, 0.0)
+    acc = torch.promote_types(per_token_loss.dtype, torch.float32)  # fp16 sums overflow past 65,504 tokens
+    m = _check_mask(mask, per_token_loss.shape).to(acc)
+    masked = torch.where(m.bool(), per_token_loss.to(acc), 0.0)
     if mode == "token-mean":
-        n = m.sum().clamp(min=1.0) if normalizer is None else torch.as_tensor(normalizer, dtype=masked.dtype)
-        if not (n > 0): raise ValueError(f"normalizer must be > 0, got {float(n)}")
+        n = m.sum().clamp(min=1.0) if normalizer is None else torch.as_tensor(normalizer, dtype=acc)
+        if not (n > 0 and torch.isfinite(n)): raise ValueError(f"normalizer must be finite and > 0, got {float(n)}")
         return masked.sum() / n
     if mode == "sequence-mean":
         return (masked.sum(-1) / m.sum(-1).clamp(min=1.0)).mean() if m.shape[0] else masked.sum()
-    if not max_completion_length or max_completion_length <= 0:
+    if isinstance(max_completion_length, bool) or not isinstance(max_completion_length, int) or max_completion_length <= 0:
         raise ValueError(f"max_completion_length must be a positive int for dr-grpo, got {max_completion_length!r}")
-    return masked.sum() / (m.shape[0] * max_completion_length)
+    return masked.sum() / (max(m.shape[0], 1) * max_completion_length)
 
 def dapo_normalizer(
     num_items_in_batch: float,  # valid tokens of the generation batch, summed over processes
@@ -152,6 +154,7 @@ def token_selection_weights(
     if not isinstance(lam, torch.Tensor) or lam.ndim != 2:
         raise ValueError(f"lam must be (B, T), got {_describe(lam)}")
     m = _check_mask(mask, lam.shape)
+    if not torch.isfinite(lam[m]).all(): raise ValueError("lam must be finite on valid tokens (NaN/inf found)")
     u = torch.rand(lam.shape, generator=generator, device=lam.device, dtype=torch.float64)
     lam64 = lam.double()
     if mode == "random": score = u

@@ -144,8 +144,13 @@ def topk_hidden_proxy(
         raise ValueError(f"tokens must be an integer (B, T) = {(B, T)} tensor, got {_describe(tokens)}")
     if not isinstance(lm_head_weight, torch.Tensor) or lm_head_weight.ndim != 2 or lm_head_weight.shape[0] != V:
         raise ValueError(f"lm_head_weight must be (V, d) with V = {V}, got {_describe(lm_head_weight)}")
-    if not (isinstance(k, int) and 1 <= k <= V): raise ValueError(f"k must be an int in [1, {V}], got {k!r}")
-    if not temperature > 0: raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    if not (isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= V): raise ValueError(f"k must be an int in [1, {V}], got {k!r}")
+    if not (isinstance(temperature, (int, float)) and 0 < temperature < float("inf")):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    if not (isinstance(chunk_size, int) and not isinstance(chunk_size, bool) and chunk_size >= 1):
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= V):
+        raise ValueError(f"tokens must be ids in [0, {V}), got values in [{int(tokens.min())}, {int(tokens.max())}]")
     W = lm_head_weight.detach().float()
     flat_logits, flat_tokens = logits.detach().reshape(B * T, V), tokens.reshape(B * T)
     out = torch.empty(B * T, W.shape[1], dtype=torch.float32, device=logits.device)

@@ -155,3 +155,21 @@ def test_token_selection_global_ranking_through_gather():
         token_selection_weights(lam, m, "top", 0.0)
     with pytest.raises(ValueError, match="mode"):
         token_selection_weights(lam, m, "middle")
+
+
+def test_half_precision_batches_past_65504_tokens_are_not_zeroed():
+    from delta_repro.losses import aggregate_loss
+    loss = torch.full((1, 70000), 0.01).half()
+    assert aggregate_loss(loss, torch.ones(1, 70000)).item() == pytest.approx(0.01, rel=1e-3)
+    assert aggregate_loss(loss, torch.ones(1, 70000), normalizer=1e5).item() == pytest.approx(0.007, rel=1e-3)
+    with pytest.raises(ValueError, match="normalizer"): aggregate_loss(loss, torch.ones(1, 70000), normalizer=float("inf"))
+    with pytest.raises(ValueError, match="max_completion_length"):
+        aggregate_loss(loss, torch.ones(1, 70000), mode="dr-grpo", max_completion_length=2.5)
+
+
+def test_token_selection_rejects_non_finite_lambda():
+    from delta_repro.losses import token_selection_weights
+    with pytest.raises(ValueError, match="lam"): token_selection_weights(torch.tensor([[float("nan"), .5, .7, .9]]), torch.ones(1, 4))
+    # NaN on padding is fine
+    w = token_selection_weights(torch.tensor([[float("nan"), .5, .7, .9]]), torch.tensor([[0., 1, 1, 1]]), ratio=1 / 3)
+    assert w.tolist() == [[0.0, 0.0, 0.0, 3.0]]

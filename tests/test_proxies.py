@@ -126,3 +126,19 @@ def test_topk_bad_input(kw, name):
     args.update(kw)
     with pytest.raises(ValueError, match=name):
         topk_hidden_proxy(**args)
+
+
+@pytest.mark.parametrize("kw, match", [(dict(chunk_size=-1), "chunk_size"), (dict(chunk_size=0), "chunk_size"),
+                                       (dict(temperature=float("inf")), "temperature"), (dict(k=True), "k must")])
+def test_topk_hidden_proxy_rejects_bad_arguments(kw, match):
+    from delta_repro.proxies import topk_hidden_proxy
+    args = dict(k=2) | kw
+    with pytest.raises(ValueError, match=match):
+        topk_hidden_proxy(torch.randn(1, 2, 5), torch.zeros(1, 2, dtype=torch.long), torch.randn(5, 3), **args)
+
+
+@pytest.mark.parametrize("bad", [-1, -100, 5])
+def test_topk_hidden_proxy_rejects_out_of_vocabulary_tokens(bad):
+    from delta_repro.proxies import topk_hidden_proxy
+    with pytest.raises(ValueError, match="tokens"):
+        topk_hidden_proxy(torch.randn(1, 2, 5), torch.tensor([[0, bad]]), torch.randn(5, 3), k=2)
