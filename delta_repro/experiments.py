@@ -55,25 +55,59 @@ class Plan:
     def artefact(self, name: str) -> dict:
         return self.raw["artefacts"][name]
 
+def _nonneg_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+def _check_plan_tables(raw: dict, path) -> None:
+    "Validate the steps, evaluation, backbones and tasks of a plan; `ValueError` naming the entry."
+    if not _nonneg_int(raw["steps"]) or raw["steps"] < 1: raise ValueError(f"plan {path}: steps must be a positive int, got {raw['steps']!r}")
+    k = raw["evaluation"].get("k")
+    if not _nonneg_int(k) or k < 1: raise ValueError(f"plan {path}: evaluation.k must be a positive int, got {k!r}")
+    for b, spec in raw["backbones"].items():
+        if not isinstance(spec, dict) or spec.get("kind") not in ("tiny", "smollm2", "hub"):
+            raise ValueError(f"plan {path}: backbone {b}: kind must be tiny, smollm2 or hub")
+    for t, spec in raw["tasks"].items():
+        if not isinstance(spec, dict): raise ValueError(f"plan {path}: task {t} must be a mapping")
+        if spec.get("reward") not in ("math", "code"): raise ValueError(f"plan {path}: task {t}: reward must be math or code, got {spec.get('reward')!r}")
+        for key in ("train", "eval"):
+            if not isinstance(spec.get(key), dict) or not spec[key]: raise ValueError(f"plan {path}: task {t}: '{key}' must be a non-empty mapping")
+        if spec.get("select") not in spec["eval"]: raise ValueError(f"plan {path}: task {t}: select {spec.get('select')!r} is not one of its eval sets")
+
 def load_plan(path: str | Path) -> Plan:
     """Read and validate a plan YAML. Raises `ValueError` naming the offending entry (unknown method, backbone, task or
     artefact; missing fields)."""
     path = Path(path)
     try: raw = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as e: raise ValueError(f"plan {path}: unreadable: {e}") from e
+    if not isinstance(raw, dict): raise ValueError(f"plan {path}: must be a YAML mapping, got {type(raw).__name__}")
     for key in ("profile", "steps", "trainer", "selection", "evaluation", "backbones", "tasks", "artefacts"):
         if key not in raw: raise ValueError(f"plan {path}: missing '{key}'")
+    for key in ("trainer", "selection", "evaluation", "backbones", "tasks", "artefacts"):
+        if not isinstance(raw[key], dict): raise ValueError(f"plan {path}: '{key}' must be a mapping")
+    _check_plan_tables(raw, path)
     plan = Plan(profile=raw["profile"], raw=raw)
     for name, spec in raw["artefacts"].items():
         if name.split("@")[0] not in ARTEFACTS:  # "table1_main@14b": a second instance of an artefact
             raise ValueError(f"plan {path}: unknown artefact {name!r} (known: {ARTEFACTS})")
+        if not isinstance(spec, dict): raise ValueError(f"plan {path}: artefact {name} must be a mapping")
         kind = spec.get("kind", "runs")
+        if kind not in ("runs", "batch", "settings", "overhead"):
+            raise ValueError(f"plan {path}: artefact {name}: kind must be runs, batch, settings or overhead, got {kind!r}")
         if kind in ("settings", "overhead"): plan.artefact_runs[name] = []; continue
         for key in ("backbone", "task"):
             table = raw["backbones" if key == "backbone" else "tasks"]
             if spec.get(key) not in table: raise ValueError(f"plan {path}: artefact {name}: unknown {key} {spec.get(key)!r}")
-        methods = [spec["method"]] if kind == "batch" else spec.get("methods", [])
+        if kind == "batch" and "method" not in spec: raise ValueError(f"plan {path}: artefact {name}: a batch needs 'method'")
+        methods = [spec["method"]] if kind == "batch" else spec.get("methods")
         seeds = [spec.get("seed", 0)] if kind == "batch" else spec.get("seeds", [0])
+        if not (isinstance(methods, list) and methods):
+            raise ValueError(f"plan {path}: artefact {name}: methods must be a non-empty list, got {methods!r}")
+        if not (isinstance(seeds, list) and seeds and all(_nonneg_int(s) for s in seeds)):
+            raise ValueError(f"plan {path}: artefact {name}: seeds must be a non-empty list of ints >= 0, got {seeds!r}")
+        if not _nonneg_int(spec.get("steps", raw["steps"])) or int(spec.get("steps", raw["steps"])) < 1:
+            raise ValueError(f"plan {path}: artefact {name}: steps must be a positive int, got {spec.get('steps')!r}")
+        if spec.get("ood") and not raw["tasks"][spec["task"]].get("ood"):
+            raise ValueError(f"plan {path}: artefact {name}: ood is set but task {spec['task']!r} has no 'ood' sets")
         ids = []
         for m in methods:
             if m not in METHODS: raise ValueError(f"plan {path}: artefact {name}: unknown method {m!r}")

@@ -66,9 +66,13 @@ def run_scores(plan, artefact: str, runs_dir: str | Path, method: str, benchmark
     by="seeds": the question-weighted 'Avg.' of each evaluated training seed; by="repeats": `repeats` repeated
     evaluations (disjoint splits of the k samples per problem) of the run with `seed` (default: its lowest evaluated
     seed) — the paper's protocol; by="auto": seeds when at least 3 are evaluated, else repeats. Returns [] when no run
-    of `method` is evaluated yet. Raises `ValueError` for another `by`, or a `seed` without evaluated run."""
+    of `method` is evaluated yet. Raises `ValueError` for another `by`, an artefact or method not in the plan, or a
+    `seed` without evaluated run."""
     from delta_repro.evaluation import repeated_accuracy
     if by not in ("auto", "seeds", "repeats"): raise ValueError(f"by must be 'auto', 'seeds' or 'repeats', got {by!r}")
+    if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
+    if method not in {plan.runs[r].method for r in plan.artefact_runs[artefact]}:
+        raise ValueError(f"method: {method!r} is not a method of {artefact!r}")
     paths = [p for p in artefact_eval_paths(plan, artefact, runs_dir)[0] if plan.runs[p.parent.name].method == method]
     paths.sort(key=lambda p: plan.runs[p.parent.name].seed)
     if seed is not None:

@@ -62,3 +62,9 @@ def test_claim_verdicts_hand_computed():
     assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["holds"]
     assert not claim("A ≈ B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "≈")["holds"]
     with pytest.raises(ValueError, match="relation"): claim("A ? B", [1, 2], [3, 4], "?")
+
+
+def test_unknown_artefact_or_method_is_an_error_not_an_empty_list(tmp_path):
+    plan = _plan(tmp_path, [0])
+    with pytest.raises(ValueError, match="method"): run_scores(plan, "appK_significance", tmp_path, "DeLTA")
+    with pytest.raises(ValueError, match="artefact"): run_scores(plan, "table1", tmp_path, "DelTA")

@@ -47,6 +47,39 @@ def test_bad_plans_are_rejected(tmp_path):
         load_plan(p)
 
 
+def _art(**kw):
+    return {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA"], "seeds": [0], **kw}}
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda r: r.update(artefacts=_art(seeds="12")), "seeds"),          # a string would iterate as seeds 1 and 2
+    (lambda r: r.update(artefacts=_art(seeds=[0.7])), "seeds"),
+    (lambda r: r.update(artefacts=_art(seeds=[-1])), "seeds"),
+    (lambda r: r.update(artefacts=_art(methods="DelTA")), "methods"),
+    (lambda r: r.update(artefacts={"table1_main": {"backbone": "tiny-qwen3", "task": "math"}}), "methods"),
+    (lambda r: r.update(artefacts=_art(steps=0)), "steps"),
+    (lambda r: r.update(artefacts=_art(kind="bogus")), "kind"),
+    (lambda r: r.update(artefacts=_art(ood=True)) or r["tasks"]["math"].pop("ood", None), "ood"),
+    (lambda r: r.update(artefacts={"fig1_overview": {"kind": "batch", "backbone": "tiny-qwen3", "task": "math"}}), "method"),
+    (lambda r: r.update(artefacts={"table1_main": None}), "mapping"),
+    (lambda r: r.update(steps=2.5), "steps"),
+    (lambda r: r["evaluation"].update(k=0), "evaluation.k"),
+    (lambda r: r["tasks"]["math"].update(reward="chem"), "reward"),
+    (lambda r: r["tasks"]["math"].update(select="nowhere"), "select"),
+    (lambda r: r["backbones"]["tiny-qwen3"].update(kind="giant"), "kind"),
+])
+def test_malformed_plans_fail_at_load_time_naming_the_entry(tmp_path, edit, msg):
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    edit(raw)
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(ValueError, match=msg):
+        load_plan(p)
+    p.write_text("just a string\n")
+    with pytest.raises(ValueError, match="mapping"):
+        load_plan(p)
+
+
 def test_paper_dry_run_prints_the_plan_with_gpu_hours():
     res = subprocess.run(["bash", "reproduce.sh", "--profile", "paper", "--dry-run"], cwd=ROOT, capture_output=True,
                          text=True, timeout=300)
