@@ -138,6 +138,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                       'delta_repro/experiments.py'),
                                          'delta_repro.experiments.reward_functions': ( 'experiments.html#reward_functions',
                                                                                        'delta_repro/experiments.py'),
+                                         'delta_repro.experiments.run_settings': ( 'experiments.html#run_settings',
+                                                                                   'delta_repro/experiments.py'),
                                          'delta_repro.experiments.save_checkpoint': ( 'experiments.html#save_checkpoint',
                                                                                       'delta_repro/experiments.py'),
                                          'delta_repro.experiments.task_sets': ('experiments.html#task_sets', 'delta_repro/experiments.py'),

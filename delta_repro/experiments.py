@@ -6,8 +6,8 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 # %% auto #0
 __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan', 'load_plan', 'build_suite', 'task_sets',
            'reward_functions', 'build_backbone', 'mix_answer_formats', 'SelectionCallback', 'save_checkpoint',
-           'last_checkpoint', 'train_run', 'evaluate_run', 'prompt_template', 'estimate_gpu_hours', 'plan_status',
-           'describe_plan', 'measure_step_overhead']
+           'last_checkpoint', 'train_run', 'run_settings', 'evaluate_run', 'prompt_template', 'estimate_gpu_hours',
+           'plan_status', 'describe_plan', 'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
 import json
@@ -66,6 +66,10 @@ def _check_plan_tables(raw: dict, path) -> None:
     for b, spec in raw["backbones"].items():
         if not isinstance(spec, dict) or spec.get("kind") not in ("tiny", "smollm2", "hub"):
             raise ValueError(f"plan {path}: backbone {b}: kind must be tiny, smollm2 or hub")
+        for key in ("trainer", "evaluation"):
+            if not isinstance(spec.get(key) or {}, dict): raise ValueError(f"plan {path}: backbone {b}: '{key}' must be a mapping")
+        if spec.get("trainer"):  # the overrides must be trainer fields
+            DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], **spec["trainer"], "bf16": False})
     for t, spec in raw["tasks"].items():
         if not isinstance(spec, dict): raise ValueError(f"plan {path}: task {t} must be a mapping")
         if spec.get("reward") not in ("math", "code"): raise ValueError(f"plan {path}: task {t}: reward must be math or code, got {spec.get('reward')!r}")
@@ -154,6 +158,7 @@ def build_backbone(plan: Plan, backbone: str, task: str):
     from delta_repro import models
     spec = dict(plan.raw["backbones"][backbone])
     kind, ws = spec.pop("kind"), dict(spec.pop("warm_start", None) or {})
+    spec.pop("trainer", None); spec.pop("evaluation", None)  # per-backbone settings, read by train/evaluate_run
     template = "chat" if kind == "smollm2" else spec.pop("template", "base") if kind == "hub" else "base"
     # only the training suite: the tokenizer corpus and the warm-start data (evaluation sets are not needed here)
     train = build_suite(plan.raw["tasks"][task]["train"], template) if kind == "tiny" or ws else None
@@ -237,7 +242,7 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     train, evals, select = task_sets(plan, run.task, template)
     sel = plan.raw["selection"]
     every = int(sel.get("every", 0))
-    kw = {**plan.raw["trainer"], **METHODS[run.method]}
+    kw = run_settings(plan, run)
     args = DeltaGRPOConfig(output_dir=str(out / "trainer"), seed=run.seed, max_steps=run.steps, report_to="none",
                            save_strategy="steps", save_steps=save_every or max(1, every or run.steps),
                            save_total_limit=1, disable_tqdm=True, use_cpu=not _cuda(), **kw)
@@ -260,6 +265,12 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     shutil.rmtree(out / "trainer", ignore_errors=True)  # checkpoints were only for resuming
     return out
 
+def run_settings(plan: Plan, run: Run) -> dict:
+    """The trainer settings of a run: the plan's `trainer` block, then its backbone's `trainer` overrides (e.g. a
+    smaller batch for a 135M model on CPU), then the method's switches (`METHODS`). Identical for every method of
+    a backbone, so no method is tuned on its own."""
+    return {**plan.raw["trainer"], **(plan.raw["backbones"][run.backbone].get("trainer") or {}), **METHODS[run.method]}
+
 def _cuda() -> bool:
     import torch
     return torch.cuda.is_available()
@@ -278,7 +289,7 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     model, tok = load_model(str(out / "best"))
     template = prompt_template(plan, run.backbone)
     _, evals, _ = task_sets(plan, run.task, template, ood=run_id in plan.ood_runs)
-    e = plan.raw["evaluation"]
+    e = {**plan.raw["evaluation"], **(plan.raw["backbones"][run.backbone].get("evaluation") or {})}
     res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
                    top_p=float(e.get("top_p", 0.7)), max_new_tokens=int(e["max_new_tokens"]),
                    batch_size=int(e.get("batch_size", 32)), seed=1234 + run.seed, progress=False)

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from delta_repro.experiments import ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, prompt_template, train_run
+from delta_repro.experiments import (ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, prompt_template, run_settings,
+                                     train_run)
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = os.environ.get("DELTA_SMOKE_RAN") == "1"
@@ -186,3 +187,20 @@ def test_prompt_template_per_backbone():
     plan = load_plan(ROOT / "configs" / "cpu.yaml")
     assert prompt_template(plan, "smollm2") == "chat" and prompt_template(plan, "tiny-qwen3") == "base"
     with pytest.raises(KeyError): prompt_template(plan, "no-such-backbone")
+
+
+def test_backbone_overrides_apply_to_every_method_of_that_backbone_only(tmp_path):
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    raw["backbones"]["tiny-olmo3"]["trainer"] = {"learning_rate": 1.0e-5}
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(p)
+    lr = {rid: run_settings(plan, r)["learning_rate"] for rid, r in plan.runs.items()}
+    assert {v for rid, v in lr.items() if rid.startswith("tiny-olmo3")} == {1.0e-5}
+    assert {v for rid, v in lr.items() if not rid.startswith("tiny-olmo3")} == {raw["trainer"]["learning_rate"]}
+    delta = next(r for r in plan.runs.values() if r.method == "DelTA")
+    assert run_settings(plan, delta)["credit_assignment"] == "delta"  # the method's switches come last
+    raw["backbones"]["tiny-olmo3"]["trainer"] = {"learning_rat": 1.0e-5}
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(TypeError, match="learning_rat"):
+        load_plan(p)
