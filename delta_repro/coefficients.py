@@ -421,16 +421,17 @@ def delta_coefficients(
     pooled over the whole batch (all prompts). Accumulates in float64 whatever the input dtype; memory is the
     input plus O(chunk·d + B·T). Degenerate batches never give NaN: all advantages zero gives weights 1 on every
     valid token; an empty side has a zero centroid (its denominator is clamped at `eps`, as in the paper); an
-    all-zero mask gives all-zero weights.
+    all-zero mask gives all-zero weights. Computed under `torch.no_grad()`: λ is a stop-gradient weight.
 
     Raises `ValueError` naming the argument for: non-(B, T, d) proxies, a mask of another shape or with values
     other than 0/1, advantages that are neither (B,) nor (B, T), NaN/inf in proxies (valid tokens) or advantages.
     """
     est = StreamingDeltaEstimator(config, all_reduce=all_reduce, variance="pass", chunk_tokens=chunk_tokens)
-    while not est.done:
-        est.update(proxies, advantages, mask)
-        est.end_pass()
-    return est.result()[0]
+    with torch.no_grad():  # λ is a stop-gradient weight (Eq. 7): no graph through the proxies
+        while not est.done:
+            est.update(proxies, advantages, mask)
+            est.end_pass()
+        return est.result()[0]
 
 # %% ../nbs/01_coefficients.ipynb #ff6e7502
 def random_coefficients(

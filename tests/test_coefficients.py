@@ -390,3 +390,9 @@ def test_random_coefficients():
         random_coefficients(M, 1.5, 0.5)
     with pytest.raises(ValueError, match="mask"):
         random_coefficients(torch.full((2, 2), 2))
+
+
+def test_coefficients_are_stop_gradient():
+    v = torch.randn(4, 5, 8, requires_grad=True)
+    c = delta_coefficients(v, torch.tensor([1., -1, .5, -.5]), torch.ones(4, 5))
+    assert not c.weights.requires_grad and not c.lam.requires_grad and not c.centroids.requires_grad
