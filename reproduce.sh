@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The main job: regenerate every table and figure of the paper at the scale this machine allows.
 #
-#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--dry-run]
+#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--dry-run | --reports-only]
 #
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
 #              cpu:   the default without a GPU: real RL that learns on offline tasks, ~3-4 h on 2 cores / 24 GB
 #              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees a GPU)
 #   --only     restrict to some artefacts (e.g. --only table1_main fig2_dynamics): their runs and reports only
 #   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for paper); run nothing
+#   --reports-only  train and evaluate nothing: regenerate the reports from the runs that exist (missing ones show as such)
 #
 # Creates or reuses .venv (scripts/env.sh). Runs train through nbs/experiments/train.ipynb and are evaluated through
 # nbs/experiments/evaluate.ipynb (papermill; for paper: scripts/train_run.py under accelerate), then one
@@ -17,14 +18,15 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-profile=""; dry_run=0; only=()
+profile=""; dry_run=0; reports_only=0; only=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile="${2:?--profile needs smoke, cpu or paper}"; shift 2 ;;
     --profile=*) profile="${1#*=}"; shift ;;
     --only) shift; while [ $# -gt 0 ] && [[ "$1" != --* ]]; do only+=("$1"); shift; done ;;
     --dry-run) dry_run=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --reports-only) reports_only=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -73,7 +75,9 @@ failed=()
 start=$(date +%s)
 todo=()
 for rid in "${run_ids[@]}"; do
-  if [ -f "$runs/$rid/eval.csv" ]; then echo "[reproduce] $rid: done, skipped"; else todo+=("$rid"); fi
+  if [ -f "$runs/$rid/eval.csv" ]; then echo "[reproduce] $rid: done, skipped"
+  elif [ "$reports_only" = 1 ]; then echo "[reproduce] $rid: not run (--reports-only)"
+  else todo+=("$rid"); fi
 done
 # smoke: every run in one kernel (imports dominate tiny runs); cpu: one executed notebook per run, for inspection
 batch=1; [ "$profile" = smoke ] && batch=${#todo[@]}

@@ -98,6 +98,18 @@ def test_bad_arguments_are_refused():
     assert res.returncode != 0 and "table99" in res.stderr
 
 
+@pytest.mark.skipif(not SMOKE, reason="needs the smoke profile's outputs (bash test.sh runs it first)")
+def test_reports_only_trains_nothing_and_remakes_the_reports():
+    evals = sorted((ROOT / "runs" / "smoke" / "runs").glob("*/eval.csv"))
+    before = {p: p.stat().st_mtime_ns for p in evals}
+    res = subprocess.run(["bash", "reproduce.sh", "--profile", "smoke", "--only", "table1_main", "--reports-only"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "report table1_main" in res.stdout and "to do)" not in res.stdout  # no run was trained
+    assert {p: p.stat().st_mtime_ns for p in evals} == before
+    assert (ROOT / "figures" / "smoke" / "table1_main.md").exists()
+
+
 def test_interrupted_run_resumes_and_finished_run_is_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
     raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
