@@ -123,6 +123,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                     'delta_repro/experiments.py'),
                                          'delta_repro.experiments.estimate_gpu_hours': ( 'experiments.html#estimate_gpu_hours',
                                                                                          'delta_repro/experiments.py'),
+                                         'delta_repro.experiments.eval_settings': ( 'experiments.html#eval_settings',
+                                                                                    'delta_repro/experiments.py'),
                                          'delta_repro.experiments.evaluate_run': ( 'experiments.html#evaluate_run',
                                                                                    'delta_repro/experiments.py'),
                                          'delta_repro.experiments.last_checkpoint': ( 'experiments.html#last_checkpoint',

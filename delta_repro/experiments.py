@@ -6,8 +6,8 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 # %% auto #0
 __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan', 'load_plan', 'build_suite', 'task_sets',
            'reward_functions', 'build_backbone', 'mix_answer_formats', 'SelectionCallback', 'save_checkpoint',
-           'last_checkpoint', 'train_run', 'run_settings', 'evaluate_run', 'prompt_template', 'estimate_gpu_hours',
-           'plan_status', 'describe_plan', 'measure_step_overhead']
+           'last_checkpoint', 'train_run', 'run_settings', 'eval_settings', 'evaluate_run', 'prompt_template',
+           'estimate_gpu_hours', 'plan_status', 'describe_plan', 'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
 import json
@@ -158,8 +158,8 @@ def build_backbone(plan: Plan, backbone: str, task: str):
     from delta_repro import models
     spec = dict(plan.raw["backbones"][backbone])
     kind, ws = spec.pop("kind"), dict(spec.pop("warm_start", None) or {})
-    spec.pop("trainer", None); spec.pop("evaluation", None)  # per-backbone settings, read by train/evaluate_run
-    template = "chat" if kind == "smollm2" else spec.pop("template", "base") if kind == "hub" else "base"
+    for key in ("trainer", "evaluation", "template"): spec.pop(key, None)  # read by run_settings / prompt_template
+    template = prompt_template(plan, backbone)
     # only the training suite: the tokenizer corpus and the warm-start data (evaluation sets are not needed here)
     train = build_suite(plan.raw["tasks"][task]["train"], template) if kind == "tiny" or ws else None
     if kind == "smollm2":
@@ -271,6 +271,10 @@ def run_settings(plan: Plan, run: Run) -> dict:
     a backbone, so no method is tuned on its own."""
     return {**plan.raw["trainer"], **(plan.raw["backbones"][run.backbone].get("trainer") or {}), **METHODS[run.method]}
 
+def eval_settings(plan: Plan, run: Run) -> dict:
+    "The evaluation settings of a run: the plan's `evaluation` block, then its backbone's `evaluation` overrides."
+    return {**plan.raw["evaluation"], **(plan.raw["backbones"][run.backbone].get("evaluation") or {})}
+
 def _cuda() -> bool:
     import torch
     return torch.cuda.is_available()
@@ -289,7 +293,7 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     model, tok = load_model(str(out / "best"))
     template = prompt_template(plan, run.backbone)
     _, evals, _ = task_sets(plan, run.task, template, ood=run_id in plan.ood_runs)
-    e = {**plan.raw["evaluation"], **(plan.raw["backbones"][run.backbone].get("evaluation") or {})}
+    e = eval_settings(plan, run)
     res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
                    top_p=float(e.get("top_p", 0.7)), max_new_tokens=int(e["max_new_tokens"]),
                    batch_size=int(e.get("batch_size", 32)), seed=1234 + run.seed, progress=False)
