@@ -348,12 +348,19 @@ def describe_plan(plan: Plan, runs_dir: str | Path, gpus: int | None = None) -> 
 
 # %% ../nbs/08_experiments.ipynb #59f04379
 OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
-                  "30m": dict(hidden_size=512, num_layers=8, num_heads=8)}
+                  "30m": dict(hidden_size=512, num_layers=8, num_heads=8),
+                  "0.6b-shape": dict(hidden_size=1024, num_layers=28, num_heads=16),  # Qwen3-0.6B's depth and width (GPU)
+                  "8b-width": dict(hidden_size=4096, num_layers=4, num_heads=32)}  # Qwen3-8B's d = 4096, 4 layers (GPU)
 
 def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_length: int = 64, batch: int = 16,
-                          device: str | None = None):
+                          device: str | None = None, bf16: bool = False):
     """DataFrame with one row per (model size, aligned): median first-step seconds of DAPO and DelTA, their ratio and
-    the median time spent in the coefficients (including any extra forward pass)."""
+    the median time spent in the coefficients (including any extra forward pass). `bf16` turns on TRL's bf16 mixed
+    precision (as the paper's runs use); the vocabulary is a 400-token BPE, so the LM head is far smaller than a real
+    model's. Raises `ValueError` for an unknown size or rounds < 1."""
+    unknown = [s for s in sizes if s not in OVERHEAD_SIZES]
+    if unknown: raise ValueError(f"sizes must be among {sorted(OVERHEAD_SIZES)}, got {unknown}")
+    if rounds < 1: raise ValueError(f"rounds must be >= 1, got {rounds}")
     import copy, statistics, tempfile
     import pandas as pd
     import torch
@@ -376,7 +383,7 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
                 args = DeltaGRPOConfig(output_dir=tempfile.mkdtemp(), credit_assignment=ca, per_device_train_batch_size=batch // spg,
                                        num_generations=4, steps_per_generation=spg, gradient_accumulation_steps=1,
                                        max_completion_length=completion_length, max_steps=1, logging_steps=1,
-                                       report_to="none", save_strategy="no", learning_rate=1e-4, seed=0, bf16=False,
+                                       report_to="none", save_strategy="no", learning_rate=1e-4, seed=0, bf16=bf16,
                                        use_cpu=device == "cpu", disable_tqdm=True, loss_type="dapo",
                                        epsilon_high=0.28, delta=10.0)
                 trainers[ca] = DeltaGRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=ds,
@@ -397,5 +404,5 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
             t0, t1 = statistics.median(times["none"]), statistics.median(times["delta"])
             rows.append(dict(model=size, params_m=sum(p.numel() for p in model.parameters()) / 1e6, aligned=aligned,
                              dapo_s=t0, delta_s=t1, ratio=t1 / t0, coefficient_s=statistics.median(coef) if coef else float("nan"),
-                             rounds=rounds, device=device))
+                             rounds=rounds, device=device, bf16=bf16))
     return pd.DataFrame(rows)

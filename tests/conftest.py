@@ -1,5 +1,9 @@
-"""Shared fixtures: a tiny tokenizer, task and trainer factory (CPU, seconds)."""
+"""Shared fixtures: a tiny tokenizer, task and trainer factory (CPU, seconds).
+
+`DELTA_REPRO_TEST_DEVICE=cuda pytest tests/test_trainer.py` runs the trainers built by `make_trainer` on the GPU
+(float32), the way the device check in benchmarks/gpu_checks.sh does; CI runs everything on CPU."""
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -31,8 +35,9 @@ def prefix_reward(completions, answer, **kw):
             0.1 * (len(c) % 3) for c, a in zip(completions, answer)]
 
 
+DEVICE = os.environ.get("DELTA_REPRO_TEST_DEVICE", "cpu")
 BASE = dict(per_device_train_batch_size=8, num_generations=4, max_completion_length=6, max_steps=2, logging_steps=1,
-            report_to="none", use_cpu=True, learning_rate=1e-3, save_strategy="no", steps_per_generation=2, seed=0,
+            report_to="none", use_cpu=DEVICE == "cpu", learning_rate=1e-3, save_strategy="no", steps_per_generation=2, seed=0,
             loss_type="dapo", epsilon_high=0.28, delta=10.0, beta=0.0, disable_tqdm=True, bf16=False)  # TRL defaults to bf16 autocast, CPU too
 
 

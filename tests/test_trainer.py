@@ -32,8 +32,9 @@ def test_loss_equals_trl_dapo_without_credit_assignment(make_trainer):
     attn = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
     with torch.no_grad():
         logps, _, _ = tr._get_per_token_logps_and_entropies(tr.model, ids, attn, T)
-    inputs["old_per_token_logps"] = logps + 0.3 * torch.randn(B, T, generator=g)  # ratios away from 1: clips active
-    inputs["advantages"] = torch.randn(B, generator=g)
+    dev = logps.device  # drawn on CPU (same numbers on every device), used where the trainer is (CPU or CUDA)
+    inputs["old_per_token_logps"] = logps + 0.3 * torch.randn(B, T, generator=g).to(dev)  # ratios away from 1: clips active
+    inputs["advantages"] = torch.randn(B, generator=g).to(dev)
     trl_loss = tr._compute_loss(tr.model, inputs)
     ours = aggregate_loss(clipped_surrogate(logps, inputs["old_per_token_logps"], inputs["advantages"], 0.2, 0.28, 10.0),
                           out["completion_mask"],
@@ -41,7 +42,7 @@ def test_loss_equals_trl_dapo_without_credit_assignment(make_trainer):
                                                      tr.args.steps_per_generation))
     assert abs(trl_loss.item() - ours.item()) < 1e-6
     # and with DelTA weights: TRL's loss on Â·λ̄ is Eq. 7's self-normalised surrogate
-    P = torch.randn(B, T, 8, generator=g)
+    P = torch.randn(B, T, 8, generator=g).to(dev)
     c = delta_coefficients(P, inputs["advantages"], out["completion_mask"])
     weighted = dict(inputs, advantages=inputs["advantages"][:, None] * c.weights)
     ell = clipped_surrogate(logps, inputs["old_per_token_logps"], inputs["advantages"], 0.2, 0.28, 10.0)
