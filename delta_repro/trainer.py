@@ -74,6 +74,14 @@ class DeltaGRPOConfig(GRPOConfig):
             raise ValueError(f"token_selection_ratio must be in (0, 1], got {self.token_selection_ratio}")
         if self.delta_proxy_topk < 1: raise ValueError(f"delta_proxy_topk must be >= 1, got {self.delta_proxy_topk}")
         if self.overlong_buffer < 0: raise ValueError(f"overlong_buffer must be >= 0, got {self.overlong_buffer}")
+        if not 0 <= self.overlong_penalty_factor < math.inf:
+            raise ValueError(f"overlong_penalty_factor must be finite and >= 0, got {self.overlong_penalty_factor}")
+        # FIPO's fields are checked here too, not at its first loss call minutes into a run
+        if not 0 < self.fipo_decay < math.inf: raise ValueError(f"fipo_decay must be finite and > 0, got {self.fipo_decay}")
+        if not 0 <= self.fipo_clip < math.inf: raise ValueError(f"fipo_clip must be finite and >= 0, got {self.fipo_clip}")
+        if not self.fipo_safety_ratio > 0: raise ValueError(f"fipo_safety_ratio must be > 0, got {self.fipo_safety_ratio}")
+        if not (isinstance(self.fipo_chunk, int) and self.fipo_chunk >= 1):
+            raise ValueError(f"fipo_chunk must be a positive int, got {self.fipo_chunk!r}")
         self.delta_config  # validates the DeltaConfig fields, naming them
         super().__post_init__()  # ours first: a typo in a DelTA field is reported before TRL's own checks
 
@@ -102,8 +110,11 @@ def paper_config(
     **overrides,  # any DeltaGRPOConfig field, applied last
 ) -> DeltaGRPOConfig:
     """`DeltaGRPOConfig` with the paper's Table 5 training settings. Raises `ValueError` if 512 completions per
-    optimizer step cannot be split evenly over `num_processes × per_device_train_batch_size`."""
+    optimizer step cannot be split evenly over `num_processes × per_device_train_batch_size`, or if either is not a
+    positive int."""
     per_update = PAPER_PROMPTS * PAPER_ROLLOUTS // PAPER_UPDATES  # 512 completions = 32 prompts
+    for name, v in (("num_processes", num_processes), ("per_device_train_batch_size", per_device_train_batch_size)):
+        if not (isinstance(v, int) and v >= 1): raise ValueError(f"{name} must be a positive int, got {v!r}")
     if per_update % (num_processes * per_device_train_batch_size):
         raise ValueError(f"num_processes × per_device_train_batch_size = {num_processes * per_device_train_batch_size} "
                          f"must divide the {per_update} completions of an optimizer step")

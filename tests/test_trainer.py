@@ -213,6 +213,17 @@ def test_paper_preset_matches_table5():
     assert per_step == 512 and per_generation == 2048 and per_generation // per_step == 4
     with pytest.raises(ValueError, match="divide"):
         paper_config("/tmp/x", num_processes=3, use_cpu=True, bf16=False)
+    for kw in (dict(num_processes=0), dict(per_device_train_batch_size=-4), dict(num_processes=2.0)):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            paper_config("/tmp/x", use_cpu=True, bf16=False, **kw)
+
+
+@pytest.mark.parametrize("field, value", [("fipo_decay", 0.0), ("fipo_decay", float("nan")), ("fipo_clip", -0.1),
+                                          ("fipo_safety_ratio", 0.0), ("fipo_chunk", 0), ("fipo_chunk", 2.5),
+                                          ("overlong_penalty_factor", -1.0), ("overlong_penalty_factor", float("inf"))])
+def test_fipo_and_overlong_fields_are_checked_when_the_config_is_made(field, value):
+    with pytest.raises(ValueError, match=field):
+        DeltaGRPOConfig(output_dir="/tmp/x", use_cpu=True, **{field: value})
 
 
 METHODS_TO_RUN = ["DAPO", "DAPO w/ Forking Tokens", "SAPO", "GRPO", "FIPO", "DelTA", "Within-side only",
