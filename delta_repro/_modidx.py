@@ -177,6 +177,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'delta_repro.reporting.claim': ('reporting.html#claim', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.compare_with_paper': ( 'reporting.html#compare_with_paper',
                                                                                      'delta_repro/reporting.py'),
+                                       'delta_repro.reporting.latex_escape': ('reporting.html#latex_escape', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.method_summary': ( 'reporting.html#method_summary',
                                                                                  'delta_repro/reporting.py'),
                                        'delta_repro.reporting.paper_results': ('reporting.html#paper_results', 'delta_repro/reporting.py'),

@@ -177,9 +177,13 @@ def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None
 # %% ../nbs/07_evaluation.ipynb #44368b72
 def save_results(results: pd.DataFrame, path: str | Path) -> Path:
     """Write `results` to `path` (.csv or .json), atomically; raises `FileExistsError` if it exists, `ValueError` for
-    another suffix."""
+    another suffix or for empty `results` (a finished file is final, so an empty one would hide a broken evaluation
+    for good)."""
     path = Path(path)
     if path.suffix not in (".csv", ".json"): raise ValueError(f"path must end in .csv or .json, got {path}")
+    if not isinstance(results, pd.DataFrame) or results.empty:
+        raise ValueError(f"results must be a non-empty DataFrame, got {type(results).__name__!r}"
+                         + (" with no rows" if isinstance(results, pd.DataFrame) else ""))
     if path.exists(): raise FileExistsError(f"{path} exists: finished results are never overwritten")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")

@@ -5,12 +5,13 @@ figures, the claim checks, and the analyses drawn from a real rollout batch (Fig
 
 # %% auto #0
 __all__ = ['PAPER_METHODS', 'paper_results', 'method_summary', 'artefact_eval_paths', 'run_scores', 'compare_with_paper',
-           'write_table', 'save_figure', 'claim', 'rollout_batch_coefficients', 'token_weight_table']
+           'latex_escape', 'write_table', 'save_figure', 'claim', 'rollout_batch_coefficients', 'token_weight_table']
 
 # %% ../nbs/09_reporting.ipynb #dc8013ca
 import importlib.resources
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -102,13 +103,31 @@ def compare_with_paper(ours: pd.DataFrame, table: str, backbone: str | None = No
     return df.join(ours[extra]).rename_axis("method")
 
 # %% ../nbs/09_reporting.ipynb #3a761597
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "λ": r"$\lambda$", "α": r"$\alpha$",
+          "γ": r"$\gamma$", "μ": r"$\mu$", "Δ": r"$\Delta$", "ε": r"$\epsilon$", "≈": r"$\approx$", "≥": r"$\geq$",
+          "≤": r"$\leq$", "±": r"$\pm$", "×": r"$\times$", "→": r"$\to$", "∈": r"$\in$"}
+
+def latex_escape(s: str) -> str:
+    "`s` safe inside a LaTeX table: `% & _ # $ { } ~ ^ \\` escaped, the Greek letters and symbols of our labels in math."
+    return "".join(_LATEX.get(ch, ch) for ch in str(s))
+
 def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str = "") -> list[Path]:
-    "Write `df` as Markdown (with the caption), LaTeX and CSV; returns the paths."
+    """Write `df` as Markdown (with the caption), LaTeX (labels, text cells and caption escaped: "Top-50%" would
+    otherwise comment out the rest of its row) and CSV (unrounded); returns the paths. Raises `ValueError` for a
+    `name` that is not a plain file stem (letters, digits, `_ . -`)."""
+    if not (isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", name) and name not in (".", "..")):
+        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"]
     rounded = df.round(2)
     paths[0].write_text((f"{caption}\n\n" if caption else "") + rounded.to_markdown() + "\n")
-    paths[1].write_text(rounded.to_latex(caption=caption or None, label=f"tab:{name}", float_format="%.2f"))
+    esc = lambda v: latex_escape(v) if isinstance(v, str) else v
+    tex = rounded.map(esc).rename(index=esc, columns=esc)
+    tex.index.names = [esc(n) for n in tex.index.names]
+    tex.columns.names = [esc(n) for n in tex.columns.names]
+    paths[1].write_text(tex.to_latex(caption=latex_escape(caption) if caption else None, label=f"tab:{name}",
+                                     float_format="%.2f", escape=False))
     df.to_csv(paths[2])
     return paths
 

@@ -108,6 +108,10 @@ def test_results_are_never_overwritten(tmp_path):
     assert len(load_results(tmp_path / "r.json")) == 1
     with pytest.raises(ValueError, match="csv"):
         save_results(df, tmp_path / "r.txt")
+    for empty in (df.iloc[:0], None):  # an empty file would stand as a finished evaluation for good
+        with pytest.raises(ValueError, match="non-empty"):
+            save_results(empty, tmp_path / "e.csv")
+    assert not (tmp_path / "e.csv").exists()
     assert not list(tmp_path.glob("*.tmp*"))
 
 

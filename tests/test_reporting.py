@@ -5,7 +5,7 @@ import yaml
 
 from delta_repro.evaluation import save_results
 from delta_repro.experiments import load_plan
-from delta_repro.reporting import claim, run_scores
+from delta_repro.reporting import claim, latex_escape, run_scores, write_table
 
 
 def _plan(tmp_path, seeds):
@@ -68,3 +68,21 @@ def test_unknown_artefact_or_method_is_an_error_not_an_empty_list(tmp_path):
     plan = _plan(tmp_path, [0])
     with pytest.raises(ValueError, match="method"): run_scores(plan, "appK_significance", tmp_path, "DeLTA")
     with pytest.raises(ValueError, match="artefact"): run_scores(plan, "table1", tmp_path, "DelTA")
+
+
+def test_latex_tables_escape_labels_cells_and_caption(tmp_path):
+    import re
+    df = pd.DataFrame({"Avg.": [8.13, 3.29], "note": ["a_b & c", "#1"]}, index=pd.Index(["Top-50%", "w/o H(α)"], name="method"))
+    md, tex, csv = write_table(df, "t", tmp_path, caption="λ ∈ [0.8, 1.2] at 50% & K=1")
+    body = tex.read_text()
+    assert not re.findall(r"(?<!\\)%", body), body  # an unescaped % comments out the rest of a LaTeX line
+    for s in (r"Top-50\%", r"w/o H($\alpha$)", r"a\_b \& c", r"\#1", r"$\lambda$ $\in$ [0.8, 1.2] at 50\% \& K=1"):
+        assert s in body, s
+    assert "Top-50%" in md.read_text() and pd.read_csv(csv, index_col=0).loc["Top-50%", "Avg."] == 8.13  # .md and .csv verbatim
+    assert latex_escape("x^2~{y}") == r"x\textasciicircum{}2\textasciitilde{}\{y\}"
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/b", "", ".", "t ab"])
+def test_table_names_must_be_plain_file_stems(tmp_path, name):
+    with pytest.raises(ValueError, match="name"):
+        write_table(pd.DataFrame({"a": [1]}), name, tmp_path)
