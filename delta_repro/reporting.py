@@ -132,10 +132,15 @@ def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str =
     return paths
 
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
-    "Save a matplotlib figure as PNG (150 dpi) and PDF; returns the paths."
+    """Save a matplotlib figure as PNG (150 dpi) and PDF; returns the paths. The PDF carries no creation date, so a
+    figure regenerated from the same numbers is byte-identical (no churn in `git diff`). Raises `ValueError` for a
+    `name` that is not a plain file stem."""
+    if not (isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", name) and name not in (".", "..")):
+        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    for p in paths: fig.savefig(p, dpi=150, bbox_inches="tight")
+    for p in paths:
+        fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
     return paths
 
 # %% ../nbs/09_reporting.ipynb #ef2b515a

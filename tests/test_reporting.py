@@ -86,3 +86,20 @@ def test_latex_tables_escape_labels_cells_and_caption(tmp_path):
 def test_table_names_must_be_plain_file_stems(tmp_path, name):
     with pytest.raises(ValueError, match="name"):
         write_table(pd.DataFrame({"a": [1]}), name, tmp_path)
+
+
+def test_figures_are_byte_identical_when_regenerated(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from delta_repro.reporting import save_figure
+    digests = []
+    for i in range(2):
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", str(1_700_000_000 + 86_400 * i))  # matplotlib's clock: another day
+        fig, ax = plt.subplots()
+        ax.plot([1, 3, 2])
+        digests.append([p.read_bytes() for p in save_figure(fig, "f", tmp_path / str(i))])
+        plt.close(fig)
+    assert digests[0] == digests[1]  # no creation date in the PDF: no churn in git for unchanged numbers
+    with pytest.raises(ValueError, match="name"):
+        save_figure(fig, "../f", tmp_path)
