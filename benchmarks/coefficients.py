@@ -14,6 +14,7 @@ Proxies are random with a shared offset (like real hidden states); timings exclu
 import argparse
 import json
 import resource
+from pathlib import Path
 import subprocess
 import sys
 import time
@@ -79,6 +80,7 @@ def main():
     ap.add_argument("--json", help="also write the results to this file")
     ap.add_argument("--case", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.json and Path(a.json).exists(): ap.error(f"--json {a.json} exists: earlier results are never overwritten")
     if a.case:
         print(json.dumps(run_case(json.loads(a.case))))
         return
@@ -100,7 +102,7 @@ def main():
             print(f"{N:>10} {kind:>16} {r['n_passes']:>6} {r['seconds']:>8.2f} {r['tokens_per_s']:>11.3g} "
                   f"{r['input_gb']:>9.2f} {r['extra_gb']:>9.2f}", flush=True)
     if a.json:
-        with open(a.json, "w") as f:
+        with open(a.json, "x") as f:
             json.dump(rows, f, indent=1)
 
 

@@ -10,6 +10,7 @@ most +15 % otherwise (aligned=True: one extra forward pass). Method: `delta_repr
 first optimizer step, median over rounds). Run on an otherwise idle machine.
 """
 import argparse
+from pathlib import Path
 
 import torch
 
@@ -26,12 +27,13 @@ def main():
     ap.add_argument("--bf16", action="store_true", help="TRL's bf16 mixed precision (GPU; slow on CPU)")
     ap.add_argument("--csv", help="also write the table to this file")
     a = ap.parse_args()
+    if a.csv and Path(a.csv).exists(): ap.error(f"--csv {a.csv} exists: earlier results are never overwritten")
     print(f"device={a.device} torch={torch.__version__} threads={torch.get_num_threads()} "
           f"completions/generation={a.batch} completion_length={a.completion_length} rounds={a.rounds} bf16={a.bf16}")
     df = measure_step_overhead(a.sizes, a.rounds, a.completion_length, a.batch, a.device, bf16=a.bf16)
     print(df.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     if a.csv:
-        df.to_csv(a.csv, index=False)
+        df.to_csv(a.csv, index=False, mode="x")
 
 
 if __name__ == "__main__":

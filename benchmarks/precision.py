@@ -14,6 +14,8 @@ Prints max and mean |Δλ̄|, the share of tokens with |Δλ̄| > 1e-3, and the 
 """
 import argparse
 import json
+import math
+from pathlib import Path
 
 import torch
 
@@ -35,7 +37,12 @@ def main():
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
-    if a.tokens < 1024: ap.error(f"--tokens must be >= 1024 (one completion), got {a.tokens}")
+    if not (math.isfinite(a.tokens) and a.tokens >= 1024): ap.error(f"--tokens must be >= 1024 (one completion), got {a.tokens}")
+    if a.d < 1: ap.error(f"--d must be >= 1, got {a.d}")
+    if not (math.isfinite(a.offset) and math.isfinite(a.signal)): ap.error("--offset and --signal must be finite")
+    if a.json and Path(a.json).exists(): ap.error(f"--json {a.json} exists: earlier results are never overwritten")
+    try: torch.empty(0, device=a.device)
+    except (RuntimeError, ValueError) as e: ap.error(f"--device {a.device!r} is not usable here: {e}")
     from delta_repro.coefficients import DeltaConfig, delta_coefficients
 
     T = 1024
@@ -68,7 +75,7 @@ def main():
         c = out[key]
         print(f"{name:>22} {c['max_abs']:>10.2e} {c['mean_abs']:>11.2e} {c['share_over_1e3']:>8.2%} {c['gamma_rel']:>9.1e}")
     if a.json:
-        with open(a.json, "w") as f:
+        with open(a.json, "x") as f:
             json.dump(out, f, indent=1)
 
 

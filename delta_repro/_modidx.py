@@ -172,7 +172,10 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'delta_repro.proxies.lm_head_proxy': ('proxies.html#lm_head_proxy', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.output_embedding': ('proxies.html#output_embedding', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.topk_hidden_proxy': ('proxies.html#topk_hidden_proxy', 'delta_repro/proxies.py')},
-            'delta_repro.reporting': { 'delta_repro.reporting.artefact_eval_paths': ( 'reporting.html#artefact_eval_paths',
+            'delta_repro.reporting': { 'delta_repro.reporting._check_stem': ('reporting.html#_check_stem', 'delta_repro/reporting.py'),
+                                       'delta_repro.reporting._latex_char': ('reporting.html#_latex_char', 'delta_repro/reporting.py'),
+                                       'delta_repro.reporting._tex_value': ('reporting.html#_tex_value', 'delta_repro/reporting.py'),
+                                       'delta_repro.reporting.artefact_eval_paths': ( 'reporting.html#artefact_eval_paths',
                                                                                       'delta_repro/reporting.py'),
                                        'delta_repro.reporting.claim': ('reporting.html#claim', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.compare_with_paper': ( 'reporting.html#compare_with_paper',
@@ -237,5 +240,6 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                        'delta_repro/trainer.py'),
                                      'delta_repro.trainer.DeltaGRPOTrainer._zero_equal_reward_groups': ( 'trainer.html#deltagrpotrainer._zero_equal_reward_groups',
                                                                                                          'delta_repro/trainer.py'),
+                                     'delta_repro.trainer._check_number': ('trainer.html#_check_number', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer.overlong_penalty': ('trainer.html#overlong_penalty', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer.paper_config': ('trainer.html#paper_config', 'delta_repro/trainer.py')}}}

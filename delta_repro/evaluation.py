@@ -178,19 +178,22 @@ def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None
 def save_results(results: pd.DataFrame, path: str | Path) -> Path:
     """Write `results` to `path` (.csv or .json), atomically; raises `FileExistsError` if it exists, `ValueError` for
     another suffix or for empty `results` (a finished file is final, so an empty one would hide a broken evaluation
-    for good)."""
+    for good), `TypeError` if `results` is not a DataFrame. A named index is written as columns; JSON keeps 15
+    significant digits (CSV round-trips exactly)."""
     path = Path(path)
     if path.suffix not in (".csv", ".json"): raise ValueError(f"path must end in .csv or .json, got {path}")
-    if not isinstance(results, pd.DataFrame) or results.empty:
-        raise ValueError(f"results must be a non-empty DataFrame, got {type(results).__name__!r}"
-                         + (" with no rows" if isinstance(results, pd.DataFrame) else ""))
+    if not isinstance(results, pd.DataFrame): raise TypeError(f"results must be a DataFrame, got {type(results).__name__}")
+    if results.empty: raise ValueError("results must be a non-empty DataFrame, got one with no rows")
     if path.exists(): raise FileExistsError(f"{path} exists: finished results are never overwritten")
+    if any(n is not None for n in results.index.names): results = results.reset_index()  # a named index is data
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    if path.suffix == ".csv": results.to_csv(tmp, index=False)
-    else: results.to_json(tmp, orient="records", indent=1)
-    os.link(tmp, path)  # fails if another process created `path` meanwhile: never clobbers
-    tmp.unlink()
+    try:
+        if path.suffix == ".csv": results.to_csv(tmp, index=False)
+        else: results.to_json(tmp, orient="records", indent=1, double_precision=15)  # pandas' default keeps 10 digits
+        os.link(tmp, path)  # fails if another process created `path` meanwhile: never clobbers
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 def load_results(path: str | Path) -> pd.DataFrame:

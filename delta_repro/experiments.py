@@ -357,10 +357,13 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
     """DataFrame with one row per (model size, aligned): median first-step seconds of DAPO and DelTA, their ratio and
     the median time spent in the coefficients (including any extra forward pass). `bf16` turns on TRL's bf16 mixed
     precision (as the paper's runs use); the vocabulary is a 400-token BPE, so the LM head is far smaller than a real
-    model's. Raises `ValueError` for an unknown size or rounds < 1."""
-    unknown = [s for s in sizes if s not in OVERHEAD_SIZES]
-    if unknown: raise ValueError(f"sizes must be among {sorted(OVERHEAD_SIZES)}, got {unknown}")
-    if rounds < 1: raise ValueError(f"rounds must be >= 1, got {rounds}")
+    model's. Raises `ValueError` for unknown or no sizes, non-int or too small rounds (>= 1), completion_length
+    (>= 1) or batch (a multiple of 4, the group size)."""
+    if isinstance(sizes, str) or not sizes or any(s not in OVERHEAD_SIZES for s in sizes):
+        raise ValueError(f"sizes must be a non-empty list of names among {sorted(OVERHEAD_SIZES)}, got {sizes!r}")
+    for name, v, low in (("rounds", rounds, 1), ("completion_length", completion_length, 1), ("batch", batch, 4)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low: raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+    if batch % 4: raise ValueError(f"batch must be a multiple of 4 (the group size), got {batch}")
     import copy, statistics, tempfile
     import pandas as pd
     import torch

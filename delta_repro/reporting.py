@@ -11,7 +11,9 @@ __all__ = ['PAPER_METHODS', 'paper_results', 'method_summary', 'artefact_eval_pa
 import importlib.resources
 import io
 import json
+import numbers
 import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -104,28 +106,54 @@ def compare_with_paper(ours: pd.DataFrame, table: str, backbone: str | None = No
 
 # %% ../nbs/09_reporting.ipynb #3a761597
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "λ": r"$\lambda$", "α": r"$\alpha$",
-          "γ": r"$\gamma$", "μ": r"$\mu$", "Δ": r"$\Delta$", "ε": r"$\epsilon$", "≈": r"$\approx$", "≥": r"$\geq$",
-          "≤": r"$\leq$", "±": r"$\pm$", "×": r"$\times$", "→": r"$\to$", "∈": r"$\in$"}
+          "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "<": r"$<$", ">": r"$>$", "|": r"$|$",
+          "\n": " ", "≈": r"$\approx$", "≥": r"$\geq$", "≤": r"$\leq$", "≠": r"$\neq$", "±": r"$\pm$",
+          "×": r"$\times$", "·": r"$\cdot$", "→": r"$\to$", "∈": r"$\in$", "∞": r"$\infty$", "−": r"$-$"}
+_GREEK_CAPITALS = {"GAMMA", "DELTA", "THETA", "LAMDA", "XI", "PI", "SIGMA", "UPSILON", "PHI", "PSI", "OMEGA"}
+_GREEK_LOOKALIKE = dict(ALPHA="A", BETA="B", EPSILON="E", ZETA="Z", ETA="H", IOTA="I", KAPPA="K", MU="M", NU="N",
+                        OMICRON="O", RHO="P", TAU="T", CHI="X")
 
-def latex_escape(s: str) -> str:
-    "`s` safe inside a LaTeX table: `% & _ # $ { } ~ ^ \\` escaped, the Greek letters and symbols of our labels in math."
-    return "".join(_LATEX.get(ch, ch) for ch in str(s))
+def _latex_char(ch: str) -> str:
+    if ch in _LATEX: return _LATEX[ch]
+    name = unicodedata.name(ch, "")
+    m = re.fullmatch(r"GREEK (SMALL|CAPITAL) LETTER (FINAL )?([A-Z]+)", name)
+    if not m: return ch
+    small, final, letter = m.group(1) == "SMALL", m.group(2), m.group(3)
+    letter = "LAMBDA" if letter == "LAMDA" else letter
+    if small:
+        return "o" if letter == "OMICRON" else f"$\\{'var' if final else ''}{letter.lower()}$"
+    if letter in _GREEK_CAPITALS or letter == "LAMBDA": return f"$\\{letter.capitalize()}$"
+    return _GREEK_LOOKALIKE.get(letter, ch)
+
+def latex_escape(s) -> str:
+    """`str(s)` safe inside a LaTeX table (pdfLaTeX, T1): `% & _ # $ { } ~ ^ \\ < > |` escaped, newlines as spaces,
+    Greek letters and the symbols ≈ ≥ ≤ ≠ ± × · → ∈ ∞ − in math mode. Other non-ASCII characters (e.g. in token
+    strings) are kept as they are: accented Latin works with `inputenc`, anything else needs XeLaTeX or LuaLaTeX."""
+    return "".join(_latex_char(ch) for ch in str(s))
+
+def _check_stem(name):
+    if not (isinstance(name, str) and len(name) <= 200 and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name)):
+        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -, not starting with '.' or '-', at "
+                         f"most 200 characters), got {name!r}")
+
+def _tex_value(v):
+    "Numbers, booleans and missing values as they are (to_latex formats them); anything else escaped as text."
+    if v is None or isinstance(v, (bool, np.bool_, numbers.Number)): return v
+    return latex_escape(v)
 
 def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str = "") -> list[Path]:
-    """Write `df` as Markdown (with the caption), LaTeX (labels, text cells and caption escaped: "Top-50%" would
-    otherwise comment out the rest of its row) and CSV (unrounded); returns the paths. Raises `ValueError` for a
-    `name` that is not a plain file stem (letters, digits, `_ . -`)."""
-    if not (isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", name) and name not in (".", "..")):
-        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
+    """Write `df` as Markdown (with the caption), LaTeX (every non-numeric label, cell and the caption escaped with
+    `latex_escape`: "Top-50%" would otherwise comment out the rest of its row) and CSV (unrounded); returns the
+    paths. Raises `TypeError` if `df` is not a DataFrame, `ValueError` for a `name` that is not a plain file stem."""
+    if not isinstance(df, pd.DataFrame): raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    _check_stem(name)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"]
     rounded = df.round(2)
     paths[0].write_text((f"{caption}\n\n" if caption else "") + rounded.to_markdown() + "\n")
-    esc = lambda v: latex_escape(v) if isinstance(v, str) else v
-    tex = rounded.map(esc).rename(index=esc, columns=esc)
-    tex.index.names = [esc(n) for n in tex.index.names]
-    tex.columns.names = [esc(n) for n in tex.columns.names]
+    tex = rounded.map(_tex_value).rename(index=_tex_value, columns=_tex_value)
+    tex.index.names = [_tex_value(n) for n in tex.index.names]
+    tex.columns.names = [_tex_value(n) for n in tex.columns.names]
     paths[1].write_text(tex.to_latex(caption=latex_escape(caption) if caption else None, label=f"tab:{name}",
                                      float_format="%.2f", escape=False))
     df.to_csv(paths[2])
@@ -133,15 +161,17 @@ def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str =
 
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
     """Save a matplotlib figure as PNG (150 dpi) and PDF; returns the paths. The PDF carries no creation date, so a
-    figure regenerated from the same numbers is byte-identical (no churn in `git diff`). Raises `ValueError` for a
-    `name` that is not a plain file stem."""
-    if not (isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", name) and name not in (".", "..")):
-        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
+    figure regenerated from the same numbers is byte-identical (no churn in `git diff`). Raises `TypeError` if `fig`
+    is not a matplotlib Figure, `ValueError` for a `name` that is not a plain file stem."""
+    from matplotlib.figure import Figure
+    if not isinstance(fig, Figure): raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+    _check_stem(name)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
     return paths
+
 
 # %% ../nbs/09_reporting.ipynb #ef2b515a
 def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.05) -> dict:

@@ -9,6 +9,7 @@ __all__ = ['CREDIT_ASSIGNMENTS', 'PAPER_PROMPTS', 'PAPER_ROLLOUTS', 'PAPER_UPDAT
 
 # %% ../nbs/03_trainer.ipynb #705562c4
 import math
+import numbers
 import time
 from dataclasses import dataclass, field, fields
 
@@ -23,6 +24,16 @@ from .proxies import (backbone, capture_final_hidden_states, lm_head_proxy, outp
 
 # %% ../nbs/03_trainer.ipynb #ea276cf9
 CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
+
+def _check_number(obj, name: str, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False):
+    "Raise `ValueError` naming `name` unless getattr(obj, name) is a real (or integral) number ≥ low (> low if open_low)."
+    v = getattr(obj, name)
+    kind = numbers.Integral if integer else numbers.Real
+    ok = (isinstance(v, kind) and not isinstance(v, bool) and not math.isnan(v) and (allow_inf or math.isfinite(v))
+          and (v > low if open_low else v >= low))
+    if not ok:
+        raise ValueError(f"{name} must be {'an int' if integer else 'a finite number' if not allow_inf else 'a number'} "
+                         f"{'>' if open_low else '>='} {low}, got {v!r}")
 
 @dataclass
 class DeltaGRPOConfig(GRPOConfig):
@@ -73,15 +84,16 @@ class DeltaGRPOConfig(GRPOConfig):
         if not 0 < self.token_selection_ratio <= 1:
             raise ValueError(f"token_selection_ratio must be in (0, 1], got {self.token_selection_ratio}")
         if self.delta_proxy_topk < 1: raise ValueError(f"delta_proxy_topk must be >= 1, got {self.delta_proxy_topk}")
-        if self.overlong_buffer < 0: raise ValueError(f"overlong_buffer must be >= 0, got {self.overlong_buffer}")
-        if not 0 <= self.overlong_penalty_factor < math.inf:
-            raise ValueError(f"overlong_penalty_factor must be finite and >= 0, got {self.overlong_penalty_factor}")
-        # FIPO's fields are checked here too, not at its first loss call minutes into a run
-        if not 0 < self.fipo_decay < math.inf: raise ValueError(f"fipo_decay must be finite and > 0, got {self.fipo_decay}")
-        if not 0 <= self.fipo_clip < math.inf: raise ValueError(f"fipo_clip must be finite and >= 0, got {self.fipo_clip}")
-        if not self.fipo_safety_ratio > 0: raise ValueError(f"fipo_safety_ratio must be > 0, got {self.fipo_safety_ratio}")
-        if not (isinstance(self.fipo_chunk, int) and self.fipo_chunk >= 1):
-            raise ValueError(f"fipo_chunk must be a positive int, got {self.fipo_chunk!r}")
+        # the overlong-penalty and FIPO fields are checked here, not at their first use minutes into a run
+        _check_number(self, "overlong_buffer", 0, integer=True)
+        if self.overlong_buffer and self.max_completion_length is not None and self.overlong_buffer >= self.max_completion_length:
+            raise ValueError(f"overlong_buffer ({self.overlong_buffer}) must be < max_completion_length "
+                             f"({self.max_completion_length}), or 0 to turn the penalty off: it would penalise every completion")
+        _check_number(self, "overlong_penalty_factor", 0)
+        _check_number(self, "fipo_decay", 0, open_low=True)
+        _check_number(self, "fipo_clip", 0)
+        _check_number(self, "fipo_safety_ratio", 0, open_low=True, allow_inf=True)  # inf: no safety cut
+        _check_number(self, "fipo_chunk", 1, integer=True)
         self.delta_config  # validates the DeltaConfig fields, naming them
         super().__post_init__()  # ours first: a typo in a DelTA field is reported before TRL's own checks
 
@@ -114,7 +126,8 @@ def paper_config(
     positive int."""
     per_update = PAPER_PROMPTS * PAPER_ROLLOUTS // PAPER_UPDATES  # 512 completions = 32 prompts
     for name, v in (("num_processes", num_processes), ("per_device_train_batch_size", per_device_train_batch_size)):
-        if not (isinstance(v, int) and v >= 1): raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if isinstance(v, bool) or not (isinstance(v, numbers.Integral) and v >= 1):
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
     if per_update % (num_processes * per_device_train_batch_size):
         raise ValueError(f"num_processes × per_device_train_batch_size = {num_processes * per_device_train_batch_size} "
                          f"must divide the {per_update} completions of an optimizer step")

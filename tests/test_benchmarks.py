@@ -24,13 +24,23 @@ def test_precision_benchmark_isolates_storage_error_from_arithmetic(tmp_path):
     assert r["total"] == r["storage"]
 
 
-def test_precision_benchmark_rejects_less_than_one_completion():
-    res = subprocess.run([sys.executable, "benchmarks/precision.py", "--tokens", "10"], cwd=ROOT,
-                         capture_output=True, text=True)
-    assert res.returncode != 0 and "--tokens" in res.stderr
+@pytest.mark.parametrize("script, args, msg", [
+    ("precision.py", ["--tokens", "10"], "--tokens"), ("precision.py", ["--tokens", "nan"], "--tokens"),
+    ("precision.py", ["--d", "0"], "--d"), ("precision.py", ["--offset", "nan"], "--offset"),
+    ("precision.py", ["--device", "nonsense"], "--device"),
+    ("precision.py", ["--json", "README.md"], "never overwritten"),  # earlier results are kept
+    ("coefficients.py", ["--json", "README.md"], "never overwritten"),
+    ("overhead.py", ["--csv", "README.md"], "never overwritten")])
+def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
+    before = (ROOT / "README.md").read_bytes()
+    res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 2 and msg in res.stderr, res.stderr
+    assert (ROOT / "README.md").read_bytes() == before
 
 
-@pytest.mark.parametrize("kw, msg", [(dict(sizes=["70b"]), "sizes"), (dict(rounds=0), "rounds")])
+@pytest.mark.parametrize("kw, msg", [(dict(sizes=["70b"]), "sizes"), (dict(sizes="tiny"), "sizes"), (dict(sizes=[]), "sizes"),
+                                     (dict(rounds=0), "rounds"), (dict(rounds=1.5), "rounds"), (dict(rounds=True), "rounds"),
+                                     (dict(batch=6), "batch"), (dict(completion_length=0), "completion_length")])
 def test_overhead_measurement_rejects_bad_arguments(kw, msg):
     with pytest.raises(ValueError, match=msg):
         measure_step_overhead(**kw)

@@ -98,6 +98,14 @@ def test_summary_pass_at_k_and_significance():
     assert repeated_accuracy(big, 2) == [100.0, 50.0]
 
 
+def test_saved_results_keep_a_named_index_and_full_precision(tmp_path):
+    df = pd.DataFrame({"run_id": ["a", "b"], "score": [1 / 3, 1e-12]}).set_index("run_id")
+    for suffix in (".csv", ".json"):
+        back = load_results(save_results(df, tmp_path / f"r{suffix}"))
+        assert back["run_id"].tolist() == ["a", "b"]
+        assert abs(back["score"][0] - 1 / 3) < 1e-14 and back["score"][1] == pytest.approx(1e-12, rel=1e-12)
+
+
 def test_results_are_never_overwritten(tmp_path):
     df = pd.DataFrame({"benchmark": ["A"], "problem_id": [1], "sample": [0], "correct": [True]})
     p = save_results(df, tmp_path / "r.csv")
@@ -108,9 +116,10 @@ def test_results_are_never_overwritten(tmp_path):
     assert len(load_results(tmp_path / "r.json")) == 1
     with pytest.raises(ValueError, match="csv"):
         save_results(df, tmp_path / "r.txt")
-    for empty in (df.iloc[:0], None):  # an empty file would stand as a finished evaluation for good
-        with pytest.raises(ValueError, match="non-empty"):
-            save_results(empty, tmp_path / "e.csv")
+    with pytest.raises(ValueError, match="non-empty"):  # an empty file would stand as a finished evaluation for good
+        save_results(df.iloc[:0], tmp_path / "e.csv")
+    with pytest.raises(TypeError, match="results"):
+        save_results(None, tmp_path / "e.csv")
     assert not (tmp_path / "e.csv").exists()
     assert not list(tmp_path.glob("*.tmp*"))
 

@@ -80,9 +80,14 @@ def test_latex_tables_escape_labels_cells_and_caption(tmp_path):
         assert s in body, s
     assert "Top-50%" in md.read_text() and pd.read_csv(csv, index_col=0).loc["Top-50%", "Avg."] == 8.13  # .md and .csv verbatim
     assert latex_escape("x^2~{y}") == r"x\textasciicircum{}2\textasciitilde{}\{y\}"
+    assert latex_escape("β ς Σ Α a>b\nc") == r"$\beta$ $\varsigma$ $\Sigma$ A a$>$b c"  # all of Greek; > is ¿ in T1
+    tuples = write_table(pd.DataFrame({("a_b", "c%"): [1.0], "x": [("d_e", "%")]}), "u", tmp_path)[1].read_text()
+    assert not re.findall(r"(?<!\\)[%_]", tuples), tuples  # non-string labels and cells are escaped too
+    with pytest.raises(TypeError, match="df"):
+        write_table(pd.Series([1.0]), "s", tmp_path)
 
 
-@pytest.mark.parametrize("name", ["../escape", "a/b", "", ".", "t ab"])
+@pytest.mark.parametrize("name", ["../escape", "a/b", "", ".", "...", ".hidden", "-x", "t ab", "a" * 201])
 def test_table_names_must_be_plain_file_stems(tmp_path, name):
     with pytest.raises(ValueError, match="name"):
         write_table(pd.DataFrame({"a": [1]}), name, tmp_path)
@@ -102,4 +107,6 @@ def test_figures_are_byte_identical_when_regenerated(tmp_path, monkeypatch):
         plt.close(fig)
     assert digests[0] == digests[1]  # no creation date in the PDF: no churn in git for unchanged numbers
     with pytest.raises(ValueError, match="name"):
-        save_figure(fig, "../f", tmp_path)
+        save_figure(fig, "...", tmp_path)  # matplotlib would have written "....png.png"
+    with pytest.raises(TypeError, match="fig"):
+        save_figure(fig.axes[0], "f", tmp_path)

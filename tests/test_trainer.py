@@ -213,17 +213,29 @@ def test_paper_preset_matches_table5():
     assert per_step == 512 and per_generation == 2048 and per_generation // per_step == 4
     with pytest.raises(ValueError, match="divide"):
         paper_config("/tmp/x", num_processes=3, use_cpu=True, bf16=False)
-    for kw in (dict(num_processes=0), dict(per_device_train_batch_size=-4), dict(num_processes=2.0)):
+    for kw in (dict(num_processes=0), dict(per_device_train_batch_size=-4), dict(num_processes=2.0), dict(num_processes=True)):
         with pytest.raises(ValueError, match=next(iter(kw))):
             paper_config("/tmp/x", use_cpu=True, bf16=False, **kw)
 
 
 @pytest.mark.parametrize("field, value", [("fipo_decay", 0.0), ("fipo_decay", float("nan")), ("fipo_clip", -0.1),
                                           ("fipo_safety_ratio", 0.0), ("fipo_chunk", 0), ("fipo_chunk", 2.5),
-                                          ("overlong_penalty_factor", -1.0), ("overlong_penalty_factor", float("inf"))])
+                                          ("overlong_penalty_factor", -1.0), ("overlong_penalty_factor", float("inf")),
+                                          ("overlong_buffer", float("nan")), ("overlong_buffer", 2.5), ("fipo_chunk", True),
+                                          ("fipo_decay", "3"), ("fipo_safety_ratio", None)])
 def test_fipo_and_overlong_fields_are_checked_when_the_config_is_made(field, value):
     with pytest.raises(ValueError, match=field):
         DeltaGRPOConfig(output_dir="/tmp/x", use_cpu=True, **{field: value})
+
+
+def test_overlong_buffer_must_leave_room_for_unpenalised_completions():
+    with pytest.raises(ValueError, match="overlong_buffer .* max_completion_length"):
+        DeltaGRPOConfig(output_dir="/tmp/x", use_cpu=True, overlong_buffer=16, max_completion_length=16)
+    with pytest.raises(ValueError, match="overlong_buffer"):  # the paper's 4096 buffer with a short budget
+        paper_config("/tmp/x", use_cpu=True, bf16=False, max_completion_length=1024)
+    c = DeltaGRPOConfig(output_dir="/tmp/x", use_cpu=True, overlong_buffer=4, max_completion_length=16,
+                        fipo_safety_ratio=float("inf"))  # inf: no safety cut
+    assert c.overlong_buffer == 4
 
 
 METHODS_TO_RUN = ["DAPO", "DAPO w/ Forking Tokens", "SAPO", "GRPO", "FIPO", "DelTA", "Within-side only",
