@@ -355,7 +355,8 @@ OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
 def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_length: int = 64, batch: int = 16,
                           device: str | None = None, bf16: bool = False):
     """DataFrame with one row per (model size, aligned): median first-step seconds of DAPO and DelTA, their ratio and
-    the median time spent in the coefficients (including any extra forward pass). `bf16` turns on TRL's bf16 mixed
+    the median time spent in the coefficients (including any extra forward pass), and `coefficient_steps`, the timed DelTA
+    steps that computed coefficients (= rounds: every timed step generates fresh rollouts). `bf16` turns on TRL's bf16 mixed
     precision (as the paper's runs use); the vocabulary is a 400-token BPE, so the LM head is far smaller than a real
     model's. Raises `ValueError` for unknown or no sizes, non-int or too small rounds (>= 1), completion_length
     (>= 1) or batch (a multiple of 4, the group size)."""
@@ -395,11 +396,16 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
             times, coef = {"none": [], "delta": []}, []
             for ca in ("none", "delta"):  # untimed warm-up: first-call costs (allocator, kernels) hit neither side
                 model.load_state_dict(init); set_seed(0); trainers[ca].train()
+                if getattr(trainers[ca], "_step", None) != 1:  # the reset below relies on it
+                    raise RuntimeError("TRL's GRPOTrainer no longer counts micro-steps in _step: update the reset")
             for r in range(rounds):
                 for ca in (("none", "delta") if r % 2 == 0 else ("delta", "none")):
                     model.load_state_dict(init)
                     set_seed(0)  # same weights and RNG: both methods sample the same completions
                     tr = trainers[ca]
+                    # TRL keeps its rollout buffer and step counter across train() calls: without this reset every
+                    # other round of the steps_per_generation=2 mode reused the last rollouts and skipped generation
+                    tr._buffered_inputs, tr._step = None, 0
                     tr.state.log_history.clear()
                     tr.train()
                     times[ca].append(next(l["step_time"] for l in tr.state.log_history if "step_time" in l))
@@ -407,5 +413,5 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
             t0, t1 = statistics.median(times["none"]), statistics.median(times["delta"])
             rows.append(dict(model=size, params_m=sum(p.numel() for p in model.parameters()) / 1e6, aligned=aligned,
                              dapo_s=t0, delta_s=t1, ratio=t1 / t0, coefficient_s=statistics.median(coef) if coef else float("nan"),
-                             rounds=rounds, device=device, bf16=bf16))
+                             coefficient_steps=len(coef), rounds=rounds, device=device, bf16=bf16))
     return pd.DataFrame(rows)

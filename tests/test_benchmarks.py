@@ -44,3 +44,11 @@ def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, ms
 def test_overhead_measurement_rejects_bad_arguments(kw, msg):
     with pytest.raises(ValueError, match=msg):
         measure_step_overhead(**kw)
+
+
+def test_every_timed_overhead_round_generates_fresh_rollouts():
+    # TRL keeps its rollout buffer across train() calls; in the steps_per_generation=2 mode every other round used to
+    # reuse it, so half the timed DelTA steps computed no coefficients and the two methods timed different work
+    df = measure_step_overhead(["tiny"], rounds=2, completion_length=4, batch=8, device="cpu")
+    assert df["coefficient_steps"].tolist() == [2, 2]
+    assert df["coefficient_s"].notna().all()
