@@ -17,6 +17,9 @@
 # overwritten), unfinished ones resume from their last checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")"
+# Ctrl-C stops the whole job, not just the notebook in flight (papermill catches SIGINT and exits 1, which would
+# otherwise count as one failed run and move on to the next). Bash runs the trap once that notebook has returned.
+trap 'echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
 
 profile=""; dry_run=0; reports_only=0; only=()
 while [ $# -gt 0 ]; do

@@ -216,3 +216,22 @@ def test_backbone_overrides_apply_to_every_method_of_that_backbone_only(tmp_path
     p.write_text(yaml.safe_dump(raw, allow_unicode=True))
     with pytest.raises(TypeError, match="learning_rat"):
         load_plan(p)
+
+
+def test_ctrl_c_stops_the_whole_job():
+    # papermill turns SIGINT into "Aborted!" and exit 1; without the trap the script went on to the next run or report
+    import signal
+    import time
+    p = subprocess.Popen(["bash", "reproduce.sh", "--profile", "smoke", "--only", "table1_main"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 600
+    for line in p.stdout:  # the first run or report notebook has started
+        if line.startswith("[reproduce] (1/") or line.startswith("[reproduce] report"):
+            break
+        assert time.time() < deadline
+    time.sleep(3)
+    os.killpg(p.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole foreground process group
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 130, (p.returncode, out[-2000:], err[-2000:])
+    assert "interrupted: finished runs are kept" in err
+    assert "summary" not in out  # it stopped; it did not go on to the end
