@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 from transformers import TrainerCallback
 
-from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, overlong_penalty
+from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, _check_number, overlong_penalty
 
 # %% ../nbs/08_experiments.ipynb #bb126298
 ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_proxy", "table5_8_settings",
@@ -363,7 +363,7 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
     if isinstance(sizes, str) or not sizes or any(s not in OVERHEAD_SIZES for s in sizes):
         raise ValueError(f"sizes must be a non-empty list of names among {sorted(OVERHEAD_SIZES)}, got {sizes!r}")
     for name, v, low in (("rounds", rounds, 1), ("completion_length", completion_length, 1), ("batch", batch, 4)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < low: raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+        _check_number(name, v, low, integer=True)
     if batch % 4: raise ValueError(f"batch must be a multiple of 4 (the group size), got {batch}")
     import copy, statistics, tempfile
     import pandas as pd

@@ -25,9 +25,8 @@ from .proxies import (backbone, capture_final_hidden_states, lm_head_proxy, outp
 # %% ../nbs/03_trainer.ipynb #ea276cf9
 CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
 
-def _check_number(obj, name: str, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False):
-    "Raise `ValueError` naming `name` unless getattr(obj, name) is a real (or integral) number ≥ low (> low if open_low)."
-    v = getattr(obj, name)
+def _check_number(name: str, v, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False):
+    "Raise `ValueError` naming `name` unless `v` is a real (or integral, not bool) number ≥ low (> low if open_low)."
     kind = numbers.Integral if integer else numbers.Real
     ok = (isinstance(v, kind) and not isinstance(v, bool) and not math.isnan(v) and (allow_inf or math.isfinite(v))
           and (v > low if open_low else v >= low))
@@ -85,15 +84,15 @@ class DeltaGRPOConfig(GRPOConfig):
             raise ValueError(f"token_selection_ratio must be in (0, 1], got {self.token_selection_ratio}")
         if self.delta_proxy_topk < 1: raise ValueError(f"delta_proxy_topk must be >= 1, got {self.delta_proxy_topk}")
         # the overlong-penalty and FIPO fields are checked here, not at their first use minutes into a run
-        _check_number(self, "overlong_buffer", 0, integer=True)
+        _check_number("overlong_buffer", self.overlong_buffer, 0, integer=True)
         if self.overlong_buffer and self.max_completion_length is not None and self.overlong_buffer >= self.max_completion_length:
             raise ValueError(f"overlong_buffer ({self.overlong_buffer}) must be < max_completion_length "
                              f"({self.max_completion_length}), or 0 to turn the penalty off: it would penalise every completion")
-        _check_number(self, "overlong_penalty_factor", 0)
-        _check_number(self, "fipo_decay", 0, open_low=True)
-        _check_number(self, "fipo_clip", 0)
-        _check_number(self, "fipo_safety_ratio", 0, open_low=True, allow_inf=True)  # inf: no safety cut
-        _check_number(self, "fipo_chunk", 1, integer=True)
+        _check_number("overlong_penalty_factor", self.overlong_penalty_factor, 0)
+        _check_number("fipo_decay", self.fipo_decay, 0, open_low=True)
+        _check_number("fipo_clip", self.fipo_clip, 0)
+        _check_number("fipo_safety_ratio", self.fipo_safety_ratio, 0, open_low=True, allow_inf=True)  # inf: no safety cut
+        _check_number("fipo_chunk", self.fipo_chunk, 1, integer=True)
         self.delta_config  # validates the DeltaConfig fields, naming them
         super().__post_init__()  # ours first: a typo in a DelTA field is reported before TRL's own checks
 
@@ -125,9 +124,8 @@ def paper_config(
     optimizer step cannot be split evenly over `num_processes × per_device_train_batch_size`, or if either is not a
     positive int."""
     per_update = PAPER_PROMPTS * PAPER_ROLLOUTS // PAPER_UPDATES  # 512 completions = 32 prompts
-    for name, v in (("num_processes", num_processes), ("per_device_train_batch_size", per_device_train_batch_size)):
-        if isinstance(v, bool) or not (isinstance(v, numbers.Integral) and v >= 1):
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    _check_number("num_processes", num_processes, 1, integer=True)
+    _check_number("per_device_train_batch_size", per_device_train_batch_size, 1, integer=True)
     if per_update % (num_processes * per_device_train_batch_size):
         raise ValueError(f"num_processes × per_device_train_batch_size = {num_processes * per_device_train_batch_size} "
                          f"must divide the {per_update} completions of an optimizer step")
