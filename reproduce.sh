@@ -21,18 +21,26 @@ cd "$(dirname "$0")"
 # otherwise count as one failed run and move on to the next). Bash runs the trap once that notebook has returned.
 trap 'echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
 
-profile=""; dry_run=0; reports_only=0; only=()
+usage_error() { echo "reproduce.sh: $* (see --help)" >&2; exit 2; }
+profile=""; profile_set=0; dry_run=0; reports_only=0; only=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --profile) profile="${2:?--profile needs smoke, cpu or paper}"; shift 2 ;;
-    --profile=*) profile="${1#*=}"; shift ;;
-    --only) shift; while [ $# -gt 0 ] && [[ "$1" != --* ]]; do only+=("$1"); shift; done ;;
+    --profile) [ $# -ge 2 ] || usage_error "--profile needs smoke, cpu or paper"
+               profile="$2"; profile_set=1; shift 2 ;;
+    --profile=*) profile="${1#*=}"; profile_set=1; shift ;;
+    --only) shift; n=0
+            while [ $# -gt 0 ] && [[ "$1" != --* ]]; do only+=("$1"); shift; n=$((n + 1)); done
+            # an empty --only would otherwise mean "every artefact": hours of work nobody asked for
+            [ "$n" -gt 0 ] || usage_error "--only needs at least one artefact name" ;;
     --dry-run) dry_run=1; shift ;;
     --reports-only) reports_only=1; shift ;;
     -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) usage_error "unknown argument '$1'" ;;
   esac
 done
+# an explicitly empty profile (--profile= or --profile "") is a mistake, not a request for the default
+[ "$profile_set" = 1 ] && [ -z "$profile" ] && usage_error "--profile needs smoke, cpu or paper, got an empty value"
+[ "$dry_run" = 1 ] && [ "$reports_only" = 1 ] && usage_error "--dry-run and --reports-only cannot be combined (one runs nothing, the other writes reports)"
 if [ -z "$profile" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then profile=paper; else profile=cpu; fi
 fi

@@ -25,14 +25,16 @@ from .proxies import (backbone, capture_final_hidden_states, lm_head_proxy, outp
 # %% ../nbs/03_trainer.ipynb #ea276cf9
 CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
 
-def _check_number(name: str, v, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False):
-    "Raise `ValueError` naming `name` unless `v` is a real (or integral, not bool) number ≥ low (> low if open_low)."
+def _check_number(name: str, v, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False,
+                  high: float | None = None):
+    """Raise `ValueError` naming `name` unless `v` is a real (or integral, not bool) number ≥ low (> low if open_low)
+    and, if `high` is given, ≤ high."""
     kind = numbers.Integral if integer else numbers.Real
     ok = (isinstance(v, kind) and not isinstance(v, bool) and not math.isnan(v) and (allow_inf or math.isfinite(v))
-          and (v > low if open_low else v >= low))
+          and (v > low if open_low else v >= low) and (high is None or v <= high))
     if not ok:
         raise ValueError(f"{name} must be {'an int' if integer else 'a finite number' if not allow_inf else 'a number'} "
-                         f"{'>' if open_low else '>='} {low}, got {v!r}")
+                         f"{'>' if open_low else '>='} {low}{'' if high is None else f' and <= {high}'}, got {v!r}")
 
 @dataclass
 class DeltaGRPOConfig(GRPOConfig):
@@ -80,9 +82,8 @@ class DeltaGRPOConfig(GRPOConfig):
         if self.delta_statistics not in ("global", "local"): bad("delta_statistics", ("global", "local"))
         if self.proxy_cache not in ("memory", "recompute"): bad("proxy_cache", ("memory", "recompute"))
         if self.token_selection not in ("top", "random", "bottom"): bad("token_selection", ("top", "random", "bottom"))
-        if not 0 < self.token_selection_ratio <= 1:
-            raise ValueError(f"token_selection_ratio must be in (0, 1], got {self.token_selection_ratio}")
-        if self.delta_proxy_topk < 1: raise ValueError(f"delta_proxy_topk must be >= 1, got {self.delta_proxy_topk}")
+        _check_number("token_selection_ratio", self.token_selection_ratio, 0, open_low=True, high=1)
+        _check_number("delta_proxy_topk", self.delta_proxy_topk, 1, integer=True)
         # the overlong-penalty and FIPO fields are checked here, not at their first use minutes into a run
         _check_number("overlong_buffer", self.overlong_buffer, 0, integer=True)
         if self.overlong_buffer and self.max_completion_length is not None and self.overlong_buffer >= self.max_completion_length:

@@ -98,6 +98,21 @@ def test_bad_arguments_are_refused():
     assert res.returncode != 0 and "table99" in res.stderr
 
 
+@pytest.mark.parametrize("args, msg", [
+    (["--profile="], "empty"),  # was: silently the default profile
+    (["--profile", ""], "empty"),
+    (["--profile"], "--profile needs"),
+    (["--profile", "smoke", "--only"], "--only needs"),  # was: every artefact
+    (["--only", "--dry-run"], "--only needs"),
+    (["--profile", "smoke", "--dry-run", "--reports-only"], "cannot be combined"),  # was: one flag silently won
+    (["--reports-only", "--dry-run"], "cannot be combined"),
+])
+def test_ambiguous_arguments_are_usage_errors(args, msg):
+    res = subprocess.run(["bash", "reproduce.sh", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and msg in res.stderr, (res.returncode, res.stderr)
+    assert "[env]" not in res.stdout  # refused before the environment is touched
+
+
 @pytest.mark.skipif(not SMOKE, reason="needs the smoke profile's outputs (bash test.sh runs it first)")
 def test_reports_only_trains_nothing_and_remakes_the_reports():
     evals = sorted((ROOT / "runs" / "smoke" / "runs").glob("*/eval.csv"))

@@ -222,7 +222,12 @@ def test_paper_preset_matches_table5():
                                           ("fipo_safety_ratio", 0.0), ("fipo_chunk", 0), ("fipo_chunk", 2.5),
                                           ("overlong_penalty_factor", -1.0), ("overlong_penalty_factor", float("inf")),
                                           ("overlong_buffer", float("nan")), ("overlong_buffer", 2.5), ("fipo_chunk", True),
-                                          ("fipo_decay", "3"), ("fipo_safety_ratio", None)])
+                                          ("fipo_decay", "3"), ("fipo_safety_ratio", None),
+                                          ("delta_proxy_topk", 1.5), ("delta_proxy_topk", True), ("delta_proxy_topk", "16"),
+                                          ("delta_proxy_topk", None), ("delta_proxy_topk", 0),
+                                          ("token_selection_ratio", "0.5"), ("token_selection_ratio", None),
+                                          ("token_selection_ratio", 0.0), ("token_selection_ratio", 1.5),
+                                          ("token_selection_ratio", float("nan"))])
 def test_fipo_and_overlong_fields_are_checked_when_the_config_is_made(field, value):
     with pytest.raises(ValueError, match=field):
         DeltaGRPOConfig(output_dir="/tmp/x", use_cpu=True, **{field: value})
