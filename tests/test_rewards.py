@@ -70,6 +70,45 @@ def test_extractors():
     assert choice_reward(["Answer: C", "(A) is wrong, the answer is B"], ["C", "B"]) == [1.0, 1.0]
 
 
+@pytest.mark.parametrize("shape", ["\n" * 40_000, "\\boxed{" * 10_000, "{" * 50_000 + "}" * 50_000,
+                                   "Answer:" + " " * 100_000 + "x", ("a" * 50 + "\n") * 2_000 + "\\boxed{" + "}" * 30_000])
+def test_degenerate_completions_are_graded_within_the_timeout(shape):
+    # paper-length completions (20,480 tokens) of any shape: extraction is linear, the whole call bounded by timeout_s
+    t0 = time.time()
+    grade_math(shape, "42", timeout_s=2)
+    assert time.time() - t0 < 2 + 1
+    t0 = time.time()
+    extract_final_answer(shape), extract_choice(shape)
+    assert time.time() - t0 < 0.5
+
+
+def test_a_40000_newline_completion_is_graded_within_timeout_s():
+    t0 = time.time()
+    assert grade_math("\n" * 40_000 + "\\boxed{42}", "42", timeout_s=5) is True
+    assert grade_math("\n" * 40_000, "42", timeout_s=5) is None
+    assert time.time() - t0 < 5
+
+
+def test_a_slow_comparison_is_stopped_at_the_deadline(monkeypatch):
+    import delta_repro.rewards as R
+    monkeypatch.setattr(R, "_verify", lambda gold, answer: time.sleep(30))  # stands for a sympy blow-up
+    t0 = time.time()
+    assert grade_math(r"\boxed{1}", "1", timeout_s=1) is False
+    assert time.time() - t0 < 2
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: grade_math(None, "1"), "completion"), (lambda: grade_math(b"\\boxed{1}", "1"), "completion"),
+    (lambda: grade_math("\\boxed{1}", 1), "gold"), (lambda: grade_math("\\boxed{1}", None), "gold"),
+    (lambda: extract_boxed(None), "text"), (lambda: extract_boxed(["\\boxed{1}"]), "text"),
+    (lambda: extract_final_answer(12), "completion"), (lambda: extract_choice(None), "completion"),
+    (lambda: extract_choice(3.5), "completion"),
+])
+def test_non_string_inputs_are_value_errors_naming_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
 def test_bad_gold_raises():
     with pytest.raises(ValueError, match="gold"):
         grade_math(r"\boxed{1}", "  ")
@@ -90,7 +129,9 @@ def _sandbox_dirs():
     ("fork bomb", "import os\nwhile True:\n    os.fork()"),
     ("subprocess", "import subprocess\nsubprocess.run(['sleep', '100'])\ndef add(a, b): return a + b"),
     ("huge allocation", "x = bytearray(8 * 1024**3)\ndef add(a, b): return a + b"),
-    ("write outside", "open('/tmp/delta_sandbox_escape.txt', 'w').write('x')\ndef add(a, b): return a + b"),
+    # the sandbox's /tmp is its own: the write succeeds there, so the program is made wrong to score 0; the host's
+    # /tmp must still not see the file
+    ("write outside", "open('/tmp/delta_sandbox_escape.txt', 'w').write('x')\ndef add(a, b): return a - b + 1"),
     ("socket", "import socket\nsocket.create_connection(('127.0.0.1', 9))\ndef add(a, b): return a + b"),
     ("exit", "import sys\nsys.exit(0)"),
     ("kill parent", "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\ndef add(a, b): return a + b"),
