@@ -607,6 +607,8 @@ def _spawn(bwrap: str | None, mode: str, code: str, stdin, stdout, limits: tuple
     try:
         return subprocess.Popen(cmd, cwd=workdir, env=env, stdin=stdin, stdout=stdout, stderr=subprocess.DEVNULL,
                                 pass_fds=(code_file.fileno(), *extra_fds), start_new_session=True)
+    except OSError as e:  # bwrap or the interpreter vanished since the probe: not the candidate's doing
+        raise SandboxUnavailable(f"could not start {cmd[0]}: {e}") from e
     finally:
         code_file.close()
 

@@ -26,6 +26,24 @@ if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   "$_venv/bin/python" -m pip install -q --no-deps -e "$_root"
   echo "$_want" > "$_stamp"
 fi
+# Code rewards run model-written programs under bubblewrap (delta_repro.rewards.sandbox_status) and refuse to run
+# them without it. Checked on every run, not only at install time: a new machine may lack it. As root with apt it
+# is installed here; otherwise the line below says what to do.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[env] installing bubblewrap (isolation of model-written code in code rewards)"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1; }; } \
+      || echo "[env] WARNING: could not install bubblewrap: code rewards will refuse to run (README: code rewards)" >&2
+  else
+    echo "[env] note: bubblewrap (bwrap) is not installed: code rewards will refuse to run model-written code until it is" \
+         "(e.g. sudo apt-get install bubblewrap; README: code rewards)" >&2
+  fi
+fi
+if command -v bwrap >/dev/null 2>&1 && ! bwrap --unshare-pid --unshare-net --ro-bind / / /bin/sh -c : >/dev/null 2>&1 \
+   && ! bwrap --unshare-user --unshare-pid --unshare-net --ro-bind / / /bin/sh -c : >/dev/null 2>&1; then
+  echo "[env] WARNING: bwrap cannot create namespaces here (unprivileged user namespaces off?): code rewards will refuse to run (README: code rewards)" >&2
+fi
 # shellcheck disable=SC1091
 source "$_venv/bin/activate"
 export PYTHONHASHSEED="${PYTHONHASHSEED:-0}" TOKENIZERS_PARALLELISM=false HF_HUB_DISABLE_TELEMETRY=1

@@ -24,13 +24,26 @@ def test_precision_benchmark_isolates_storage_error_from_arithmetic(tmp_path):
     assert r["total"] == r["storage"]
 
 
+def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
+    out = tmp_path / "g.json"
+    subprocess.run([sys.executable, "benchmarks/graders.py", "--scale", "0.25", "--timeout", "1", "--repeats", "1",
+                    "--json", str(out)], cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
+    r = json.loads(out.read_text())
+    shapes = {s["shape"]: s for s in r["shapes"]}
+    assert {"newlines", "boxed_open", "sympy_blowup"} <= set(shapes)
+    assert all(s["two_n"]["grade"] < 1 + 1 for s in r["shapes"])  # every call within timeout_s (plus slack)
+    assert shapes["newlines"]["n"]["chars"] == 10_000 and shapes["newlines"]["two_n"]["chars"] == 20_000
+
+
 @pytest.mark.parametrize("script, args, msg", [
     ("precision.py", ["--tokens", "10"], "--tokens"), ("precision.py", ["--tokens", "nan"], "--tokens"),
     ("precision.py", ["--d", "0"], "--d"), ("precision.py", ["--offset", "nan"], "--offset"),
     ("precision.py", ["--device", "nonsense"], "--device"),
     ("precision.py", ["--json", "README.md"], "never overwritten"),  # earlier results are kept
     ("coefficients.py", ["--json", "README.md"], "never overwritten"),
-    ("overhead.py", ["--csv", "README.md"], "never overwritten")])
+    ("overhead.py", ["--csv", "README.md"], "never overwritten"),
+    ("graders.py", ["--json", "README.md"], "never overwritten"), ("graders.py", ["--scale", "0"], "--scale"),
+    ("graders.py", ["--timeout", "0"], "--timeout")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)
