@@ -370,6 +370,7 @@ def _functional(code, req_fd, rep_fd):
         return {"ref": len(objs) - 1}
     def enc(x, depth=0):
         t = type(x)  # exact types: a subclass (with its own __eq__, say) stays an object here
+        if t is int and x.bit_length() > 9000: return {"int": hex(x)}  # past int<->str's digit limit; hex has none
         if x is None or t in (bool, int, float, str): return x
         if depth > 100: return ref(x)
         if t is list: return [enc(v, depth + 1) for v in x]
@@ -386,6 +387,7 @@ def _functional(code, req_fd, rep_fd):
         if tag == "name": return resolve(v)
         if tag == "dict": return {dec(k): dec(w) for k, w in v}
         if tag == "bytes": return bytes.fromhex(v)
+        if tag == "int": return int(v, 16)
         if tag == "complex": return complex(*v)
         return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](dec(w) for w in v)
     def resolve(path):
@@ -517,7 +519,7 @@ def _to_plain(x, depth: int = 0):
     "A test's argument as plain JSON for the harness (numbers, strings, containers, references); trusted input."
     if depth > 100: raise _Unsupported("an argument nested deeper than 100 levels")
     if x is None or isinstance(x, (bool, str)): return x if type(x) in (bool, str) or x is None else str(x)
-    if isinstance(x, numbers.Integral): return int(x)
+    if isinstance(x, numbers.Integral): return int(x) if int(x).bit_length() <= 9000 else {"int": hex(int(x))}
     if isinstance(x, numbers.Real): return float(x)
     if isinstance(x, numbers.Complex): return {"complex": [float(x.real), float(x.imag)]}
     if isinstance(x, _Remote):  # an object that stays in the candidate's process, or one of its functions
@@ -541,6 +543,7 @@ def _from_plain(x, chan, depth: int = 0):
     try:
         if tag == "ref" and type(v) is int: return _Remote(chan, ("ref", v))
         if tag == "bytes" and type(v) is str: return bytes.fromhex(v)
+        if tag == "int" and type(v) is str: return int(v, 16)
         if tag == "complex" and type(v) is list and len(v) == 2 and all(type(c) in (int, float) for c in v): return complex(*v)
         if tag == "dict" and type(v) is list:
             return {_from_plain(k, chan, depth + 1): _from_plain(w, chan, depth + 1) for k, w in v}

@@ -220,6 +220,8 @@ LEGIT = [
      ["assert chain([Pair(1, 2), Pair(3, 4)]) == 10", "assert Pair(2, 5).total() == 7", "assert list(evens(7)) == [0, 2, 4, 6]",
       "try:\n    safe_div(1, 0)\nexcept ZeroDivisionError:\n    pass\nelse:\n    raise AssertionError",
       "import math\nassert math.isclose(safe_div(1, 3), 0.3333, rel_tol=1e-3)"], "functional"),
+    ("integers past the digit limit", "import math\ndef fact(n): return math.factorial(n)",
+     ["import math, sys\nassert fact(3000) == math.factorial(3000)", "assert fact(5) == 120"], "functional"),
     ("MBPP style", "def similar_elements(a, b): return tuple(set(a) & set(b))",
      ["assert set(similar_elements((3, 4, 5, 6), (5, 7, 4, 10))) == set((4, 5))"], "functional"),
     ("HumanEval+ style check(candidate) with numpy", "def add(a, b): return a + b",
