@@ -193,7 +193,9 @@ def _same_length(completions, column, name: str):
         raise ValueError(f"{name} has {len(column)} entries for {len(completions)} completions")
 
 def math_reward(completions: list, answer: list, log_metric=None, **kwargs) -> list[float]:
-    "Binary math reward: 1.0 if the final `\\boxed{}` answer equals the dataset's `answer` (math-verify), else 0.0."
+    """Binary math reward (paper Sec. 4): 1.0 if the final `\\boxed{}` answer equals the dataset's `answer`
+    (`grade_math`, math-verify), else 0.0. Raises `ValueError` if `answer` is not a list of strings as long as
+    `completions`, or a completion is neither a string nor chat messages."""
     _same_length(completions, answer, "answer")
     grades = [grade_math(completion_text(c), a) for c, a in zip(completions, answer)]
     if log_metric is not None and grades:
@@ -207,7 +209,8 @@ _LETTER_IN_PARENS = re.compile(r"\(([A-J])\)")
 
 def extract_choice(completion: str, n_choices: int = 10) -> str | None:
     """The final answer letter of a multiple-choice completion, or None: the last `\\boxed{X}`, else the last of
-    'answer is X' / 'Answer: X' / '(X)' in the final 2,000 characters."""
+    'answer is X' / 'Answer: X' / '(X)' in the final 2,000 characters. Linear in the completion's length. Raises
+    `ValueError` if `completion` is neither a string nor chat messages."""
     text = completion_text(completion)
     boxed = extract_boxed(text)
     candidates = [boxed] if boxed else []
