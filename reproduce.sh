@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The main job: regenerate every table and figure of the paper at the scale this machine allows.
 #
-#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--dry-run | --reports-only]
+#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--jobs N] [--dry-run | --reports-only]
 #
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
 #              cpu:   the default without a GPU: real RL that learns on offline tasks, ~3-4 h on 2 cores / 24 GB
 #              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees a GPU)
 #   --only     restrict to some artefacts (e.g. --only table1_main fig2_dynamics): their runs and reports only
+#   --jobs     runs trained at a time, each with its share of the cores (default: 2 for cpu, 1 otherwise)
 #   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for paper); run nothing
 #   --reports-only  train and evaluate nothing: regenerate the reports from the runs that exist (missing ones show as such)
 #
@@ -19,10 +20,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # Ctrl-C stops the whole job, not just the notebook in flight (papermill catches SIGINT and exits 1, which would
 # otherwise count as one failed run and move on to the next). Bash runs the trap once that notebook has returned.
-trap 'echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
+trap 'kill $(jobs -p) 2>/dev/null; echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
 
 usage_error() { echo "reproduce.sh: $* (see --help)" >&2; exit 2; }
-profile=""; profile_set=0; dry_run=0; reports_only=0; only=()
+profile=""; profile_set=0; dry_run=0; reports_only=0; only=(); jobs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) [ $# -ge 2 ] || usage_error "--profile needs smoke, cpu or paper"
@@ -32,9 +33,11 @@ while [ $# -gt 0 ]; do
             while [ $# -gt 0 ] && [[ "$1" != --* ]]; do only+=("$1"); shift; n=$((n + 1)); done
             # an empty --only would otherwise mean "every artefact": hours of work nobody asked for
             [ "$n" -gt 0 ] || usage_error "--only needs at least one artefact name" ;;
+    --jobs) jobs="${2:-}"; shift; [ $# -gt 0 ] && shift ;;
+    --jobs=*) jobs="${1#*=}"; shift ;;
     --dry-run) dry_run=1; shift ;;
     --reports-only) reports_only=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
 done
@@ -45,6 +48,10 @@ if [ -z "$profile" ]; then
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then profile=paper; else profile=cpu; fi
 fi
 case "$profile" in smoke|cpu|paper) ;; *) echo "reproduce.sh: --profile must be smoke, cpu or paper, got '$profile'" >&2; exit 2 ;; esac
+# runs at a time: cpu trains two tiny runs side by side, one core each (a tiny model uses a second core poorly);
+# paper one (each run takes all 8 GPUs)
+[ -z "$jobs" ] && { [ "$profile" = cpu ] && jobs=2 || jobs=1; }
+[[ "$jobs" =~ ^[1-9][0-9]*$ ]] || usage_error "--jobs must be a positive integer, got '$jobs'"
 
 source scripts/env.sh
 root="$(pwd)"
@@ -90,30 +97,50 @@ for rid in "${run_ids[@]}"; do
   elif [ "$reports_only" = 1 ]; then echo "[reproduce] $rid: not run (--reports-only)"
   else todo+=("$rid"); fi
 done
-# smoke: every run in one kernel (imports dominate tiny runs); cpu: one executed notebook per run, for inspection
-batch=1; [ "$profile" = smoke ] && batch=${#todo[@]}
+# smoke: every run in one kernel (imports dominate tiny runs); cpu: one executed notebook per run, for inspection,
+# `jobs` runs at a time (each with its share of the cores: tiny models use one core poorly); paper: accelerate.
+status="$root/runs/$profile/.status"; rm -rf "$status"; mkdir -p "$status"
+batch=1; [ "$profile" = smoke ] && { batch=${#todo[@]}; jobs=1; }
 [ "$batch" -lt 1 ] && batch=1
+cores=$(nproc 2>/dev/null || echo 2); threads=$(( cores / jobs )); [ "$threads" -lt 1 ] && threads=1
+hms() { printf '%dh%02dm' $(( $1 / 3600 )) $(( $1 % 3600 / 60 )); }
+run_chunk() {  # run_chunk NAME IDS: train then evaluate; writes its outcome and duration under $status
+  local name="$1" ids="$2" t0; t0=$(date +%s)
+  if [ "$profile" = paper ]; then
+    accelerate launch --config_file configs/accelerate/deepspeed_zero3_1x8.yaml scripts/train_run.py \
+      --profile paper --run-id "$ids" --runs-dir "$runs" || { echo "train:$ids" > "$status/$name.failed"; return; }
+  else
+    pm train.ipynb "$nbout/train/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || { echo "train:$name" > "$status/$name.failed"; return; }
+    pm evaluate.ipynb "$nbout/evaluate/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || { echo "eval:$name" > "$status/$name.failed"; return; }
+  fi
+  echo $(( $(date +%s) - t0 )) > "$status/$name.seconds"
+}
+n_chunks=$(( (${#todo[@]} + batch - 1) / batch )); k=0
 for ((i = 0; i < ${#todo[@]}; i += batch)); do
   chunk=("${todo[@]:i:batch}")
   ids=$(IFS=,; echo "${chunk[*]}")
   name="${chunk[0]}"; [ ${#chunk[@]} -gt 1 ] && name="batch-$i-${#chunk[@]}runs"
-  echo "[reproduce] ($((i + ${#chunk[@]}))/${#todo[@]} to do) ${ids//,/ } ($(( $(date +%s) - start )) s elapsed)"
-  if [ "$profile" = paper ]; then
-    accelerate launch --config_file configs/accelerate/deepspeed_zero3_1x8.yaml scripts/train_run.py \
-      --profile paper --run-id "$ids" --runs-dir "$runs" || failed+=("train:$ids")
-  else
-    pm train.ipynb "$nbout/train/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || { failed+=("train:$name"); continue; }
-    pm evaluate.ipynb "$nbout/evaluate/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || failed+=("eval:$name")
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n 2>/dev/null || true; done
+  k=$((k + 1)); elapsed=$(( $(date +%s) - start ))
+  finished=$(find "$status" -name '*.seconds' | wc -l); eta=""
+  if [ "$finished" -gt 0 ]; then
+    mean=$(find "$status" -name '*.seconds' -exec cat {} + | awk '{s += $1} END {print int(s / NR)}')
+    eta=", ~$(hms $(( mean * (n_chunks - finished) / jobs ))) left"
   fi
+  echo "[reproduce] run $k/$n_chunks: ${ids//,/ } ($(hms "$elapsed") elapsed$eta)"
+  OMP_NUM_THREADS=$threads run_chunk "$name" "$ids" &
 done
+wait
+for f in "$status"/*.failed; do [ -f "$f" ] && failed+=("$(cat "$f")"); done
 
 for art in "${arts[@]}"; do
   nb="${art}.ipynb"
   [ -f "nbs/experiments/$nb" ] || nb="${art%%@*}.ipynb"
+  [ -f "nbs/experiments/$nb" ] || nb="report_table.ipynb"  # every comparison table (reporting.REPORT_TABLES)
   echo "[reproduce] report $art"
   args=(-p runs_dir "$runs" -p figures_dir "$figs")
   [ "${art%%@*}" = appL1_overhead ] && args=(-p figures_dir "$figs")
-  [[ "$art" == *@* ]] && args+=(-p artefact "$art")
+  { [[ "$art" == *@* ]] || [ "$nb" = report_table.ipynb ]; } && args+=(-p artefact "$art")
   pm "$nb" "$nbout/report/$art.ipynb" "${args[@]}" || failed+=("report:$art")
 done
 

@@ -7,12 +7,14 @@ offline suites that stand in for them on a CPU machine."""
 __all__ = ['MATH_INSTRUCTION', 'CHOICE_INSTRUCTION', 'CODE_INSTRUCTION', 'load_aime26', 'load_hmmt25_feb', 'load_hmmt25_nov',
            'load_hmmt26_feb', 'load_brumo25', 'LETTERS', 'make_prompt', 'load_table', 'load_deepmath', 'load_aime24',
            'load_aime25', 'load_gpqa_diamond', 'load_mmlu_pro_subset', 'load_humaneval_plus', 'load_mbpp_plus',
-           'load_livecodebench', 'load_eurus2_code', 'reasoning_gym_suite', 'champ_suite', 'offline_code_suite']
+           'load_livecodebench', 'load_eurus2_code', 'chain_of_thought', 'reasoning_gym_suite', 'champ_suite',
+           'offline_code_suite']
 
 # %% ../nbs/05_data.ipynb #cc62f94b
 import hashlib
 import json
 import random
+import re
 from pathlib import Path
 
 from datasets import Dataset, load_dataset, load_from_disk
@@ -183,17 +185,52 @@ def load_eurus2_code(source=None, template="base") -> Dataset:
     return _finish(rows, "Eurus-2-RL-Code")
 
 # %% ../nbs/05_data.ipynb #65368d52
+_CHAIN = re.compile(r"(-?\d+)((?:\s*[+-]\s*\d+)+)\s*=\s*$")
+
+def chain_of_thought(question: str) -> str | None:
+    """A worked left-to-right solution of a +/- chain such as chain_sum's "... problem: 6 + 5 - 1 + 7 =":
+    "6+5=11, 11-1=10, 10+7=17, so \\boxed{17}". Correct and wrong completions of this form share most of their
+    tokens (the format, the restated running totals) and differ in the few where the arithmetic goes wrong — the
+    premise of the paper (Sec. 2). None when `question` does not end in such a chain."""
+    if not isinstance(question, str): raise ValueError(f"question must be a str, got {type(question).__name__}")
+    m = _CHAIN.search(question)
+    if m is None: return None
+    total, steps = int(m.group(1)), []
+    for op, num in re.findall(r"([+-])\s*(\d+)", m.group(2)):
+        new = total + int(num) if op == "+" else total - int(num)
+        steps.append(f"{total}{op}{num}={new}")
+        total = new
+    return ", ".join(steps) + f", so \\boxed{{{total}}}"
+
 def reasoning_gym_suite(name: str = "chain_sum", size: int = 256, seed: int = 0, template: str = "base",
-                        **generator_config) -> Dataset:
+                        solution: str = "boxed", prompt_style: str = "instruction", **generator_config) -> Dataset:
     """`size` problems from a reasoning-gym generator (e.g. chain_sum, basic_arithmetic, gsm_symbolic), deterministic
-    in `seed`. Extra keyword arguments go to the generator's config (e.g. `min_terms`, `max_terms`). The column
-    `solution` ("\\boxed{answer}") is a reference completion for the supervised warm start."""
+    in `seed`. Extra keyword arguments go to the generator's config (e.g. `min_terms`, `max_terms`).
+
+    `solution` sets the reference completion used by the supervised warm start: "boxed" (just "\\boxed{answer}")
+    or "cot" (the worked chain of `chain_of_thought`; chain_sum only). `prompt_style` "instruction" is the question
+    followed by the paper's instruction (`make_prompt`); "expression" is only the arithmetic chain ("6 + 5 - 1 ="),
+    three times cheaper per step for a tiny model that learns the format in its warm start. Raises `ValueError`
+    for an unknown generator, option, or a "cot"/"expression" request on a question that is not a +/- chain."""
     import reasoning_gym
+    if solution not in ("boxed", "cot"): raise ValueError(f"solution must be 'boxed' or 'cot', got {solution!r}")
+    if prompt_style not in ("instruction", "expression"):
+        raise ValueError(f"prompt_style must be 'instruction' or 'expression', got {prompt_style!r}")
     try: gen = reasoning_gym.create_dataset(name, size=size, seed=seed, **generator_config)
     except Exception as e: raise ValueError(f"name: reasoning-gym cannot build {name!r} with {generator_config}: {e}") from e
-    rows = [dict(prompt=make_prompt(x["question"], template=template), question=x["question"], answer=str(x["answer"]),
-                 source=f"rg/{name}", problem_id=f"{name}-{seed}-{i}", solution=f"\\boxed{{{x['answer']}}}")
-            for i, x in enumerate(gen)]
+    rows = []
+    for i, x in enumerate(gen):
+        q, ref = x["question"], f"\\boxed{{{x['answer']}}}"
+        if solution == "cot" or prompt_style == "expression":
+            m = _CHAIN.search(q)
+            if m is None: raise ValueError(f"solution/prompt_style: {name} question {i} is not a +/- chain: {q!r}")
+            if solution == "cot": ref = chain_of_thought(q)
+            if prompt_style == "expression": q = m.group(0).strip()
+        text = q if prompt_style == "expression" else None
+        prompt = (text if template == "base" else [{"role": "user", "content": text}]) if text else make_prompt(q, template=template)
+        if template not in ("base", "chat"): raise ValueError(f"template must be 'base' or 'chat', got {template!r}")
+        rows.append(dict(prompt=prompt, question=q, answer=str(x["answer"]), source=f"rg/{name}",
+                         problem_id=f"{name}-{seed}-{i}", solution=ref))
     return _finish(rows, f"rg/{name}")
 
 _NUMERIC = r"^-?\d+(?:\.\d+)?(?:/\d+)?$"

@@ -5,7 +5,7 @@ test of App. K — results as tidy tables."""
 
 # %% auto #0
 __all__ = ['vllm_available', 'generate_completions', 'grade', 'evaluate', 'summarize', 'pass_at_k', 'significance',
-           'repeated_accuracy', 'save_results', 'load_results']
+           'repeated_accuracy', 'mean_ci', 'difference_ci', 'detectable_effect', 'save_results', 'load_results']
 
 # %% ../nbs/07_evaluation.ipynb #8d11c56e
 import json
@@ -61,6 +61,10 @@ def generate_completions(
     gen = torch.Generator(device="cpu").manual_seed(seed)
     model_was_training = model.training
     model.eval()
+    # the sampling seeds below must not leak into the caller's random state: inside a training run (checkpoint
+    # selection) a reset global generator would replay the same rollout noise after every evaluation
+    rng = torch.random.fork_rng(devices=[model.device] if model.device.type == "cuda" else [])
+    rng.__enter__()
     try:
         for s in tqdm(range(0, len(flat), batch_size), disable=not progress, desc="sampling"):
             enc = tokenizer(flat[s:s + batch_size], return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
@@ -71,6 +75,7 @@ def generate_completions(
                                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
             out += tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
     finally:
+        rng.__exit__(None, None, None)
         tokenizer.padding_side = side
         model.train(model_was_training)
     return [out[i * k:(i + 1) * k] for i in range(len(texts))]
@@ -173,6 +178,83 @@ def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None
     # the i-th sample of each problem, whatever the sample ids (0..k-1 or not)
     idx = df.groupby(["benchmark", "problem_id"])["sample"].rank(method="first").astype(int) - 1
     return [100 * float(df[(idx >= r * per) & (idx < (r + 1) * per)]["correct"].astype(float).mean()) for r in range(repeats)]
+
+# %% ../nbs/07_evaluation.ipynb #41c03766
+def mean_ci(x, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float, float]:
+    """(mean, low, high) of scores `x` with a percentile bootstrap interval (scipy.stats.bootstrap); one score gives
+    (x, nan, nan) and identical scores a zero-width interval. Raises `ValueError` for empty or non-finite input."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 1 or x.size == 0: raise ValueError(f"x must be a non-empty 1-D score list, got shape {x.shape}")
+    if not np.isfinite(x).all(): raise ValueError("x must be finite scores (no NaN/inf)")
+    if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    m = float(x.mean())
+    if x.size == 1: return m, float("nan"), float("nan")
+    if np.ptp(x) == 0: return m, m, m
+    r = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile",
+                        rng=np.random.default_rng(seed))
+    return m, float(r.confidence_interval.low), float(r.confidence_interval.high)
+
+def difference_ci(a, b, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float, float]:
+    """(mean(a) − mean(b), low, high): the effect of `a` over `b` with a percentile bootstrap interval that resamples
+    each side independently (training seeds of two methods are independent). Needs at least 2 scores per side.
+    Raises `ValueError` for fewer, or non-finite scores."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or b.ndim != 1 or a.size < 2 or b.size < 2:
+        raise ValueError(f"a and b need at least 2 scores each, got shapes {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()): raise ValueError("a and b must be finite scores (no NaN/inf)")
+    d = float(a.mean() - b.mean())
+    if np.ptp(a) == 0 and np.ptp(b) == 0: return d, d, d
+    r = stats.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis), confidence_level=confidence,
+                        n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed), vectorized=True)
+    return d, float(r.confidence_interval.low), float(r.confidence_interval.high)
+
+# %% ../nbs/07_evaluation.ipynb #36b13ff8
+_MDE_CACHE: dict = {}
+
+def _detectable_shift(n_a: int, n_b: int, alpha: float, power: float, alternative: str, sims: int) -> float:
+    "Smallest normal location shift, in σ, that the exact Mann–Whitney test detects with `power` (inf if none)."
+    key = (n_a, n_b, alpha, power, alternative, sims)
+    if key in _MDE_CACHE: return _MDE_CACHE[key]
+    alt = "two-sided" if alternative == "two-sided" else "greater"
+    far = stats.mannwhitneyu(np.arange(n_a) + 1e6, np.arange(n_b), alternative=alt, method="exact").pvalue
+    if far >= alpha:  # even a complete separation of the two sides cannot reach p < alpha
+        _MDE_CACHE[key] = float("inf"); return float("inf")
+    rng = np.random.default_rng(12345)
+    za, zb = rng.standard_normal((sims, n_a)), rng.standard_normal((sims, n_b))
+    def rate(delta):
+        p = stats.mannwhitneyu(za + delta, zb, alternative=alt, method="exact", axis=1).pvalue
+        return float((p < alpha).mean())
+    lo, hi = 0.0, 1.0
+    while rate(hi) < power:
+        lo, hi = hi, 2 * hi
+        if hi > 1e3: _MDE_CACHE[key] = float("inf"); return float("inf")
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if rate(mid) < power else (lo, mid)
+        if hi - lo < 1e-3: break
+    _MDE_CACHE[key] = hi
+    return hi
+
+def detectable_effect(a, b, alpha: float = 0.05, power: float = 0.8, alternative: str = "greater",
+                      sims: int = 2000) -> float:
+    """The minimum detectable effect (same units as the scores) of the Mann–Whitney test between `a` and `b`: the
+    smallest difference of means it rejects with probability `power` at level `alpha`, under a normal shift with
+    the pooled seed standard deviation measured from `a` and `b` (ddof=1). `inf` when the design cannot reach
+    p < alpha at all; 0 when both sides have no spread. `alternative` as in `significance` ("less" is the mirror of
+    "greater"). Raises `ValueError` for fewer than 2 scores per side, non-finite scores, or bad `alpha`/`power`."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 1 or b.ndim != 1 or a.size < 2 or b.size < 2:
+        raise ValueError(f"a and b need at least 2 scores each, got shapes {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()): raise ValueError("a and b must be finite scores (no NaN/inf)")
+    if not 0 < alpha < 1: raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if not 0 < power < 1: raise ValueError(f"power must be in (0, 1), got {power}")
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+    if not isinstance(sims, int) or sims < 100: raise ValueError(f"sims must be an int >= 100, got {sims!r}")
+    sd = math.sqrt(((a.size - 1) * a.var(ddof=1) + (b.size - 1) * b.var(ddof=1)) / (a.size + b.size - 2))
+    shift = _detectable_shift(int(a.size), int(b.size), alpha, power, alternative, sims)
+    if math.isinf(shift): return float("inf")
+    return shift * sd
 
 # %% ../nbs/07_evaluation.ipynb #44368b72
 def save_results(results: pd.DataFrame, path: str | Path) -> Path:

@@ -6,12 +6,15 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 # %% auto #0
 __all__ = ['ARTEFACTS', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan', 'load_plan', 'build_suite', 'task_sets',
            'reward_functions', 'build_backbone', 'mix_answer_formats', 'SelectionCallback', 'save_checkpoint',
-           'last_checkpoint', 'train_run', 'run_settings', 'eval_settings', 'evaluate_run', 'prompt_template',
-           'estimate_gpu_hours', 'plan_status', 'describe_plan', 'measure_step_overhead']
+           'last_checkpoint', 'train_run', 'run_settings', 'eval_settings', 'evaluate_run', 'evaluate_warm_start',
+           'evaluate_warm_starts', 'prompt_template', 'estimate_gpu_hours', 'plan_status', 'describe_plan',
+           'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
+import importlib.util
 import json
 import math
+import os
 import re
 import shutil
 import time
@@ -27,7 +30,9 @@ from .trainer import METHODS, DeltaGRPOConfig, DeltaGRPOTrainer, _check_number, 
 ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_proxy", "table5_8_settings",
              "table9_olmo3", "table10_code", "table11_sensitivity", "table12_ood", "fig1_overview", "fig2_dynamics",
              "fig3_4_token_selection", "fig5_token_clouds", "appL1_overhead", "appK_significance",
-             "table9_smollm2")  # extension: the transfer pair on the real pretrained SmolLM2-135M (cpu profile)
+             "table9_smollm2",  # extension: the transfer pair on the real pretrained SmolLM2-135M (cpu profile)
+             "learning",  # extension: did RL learn? warm start vs after RL, per method (kind: learning)
+             "fig_lambda_tokens")  # extension: λ over the tokens of real completions (kind: batch)
 
 @dataclass(frozen=True)
 class Run:
@@ -95,9 +100,9 @@ def load_plan(path: str | Path) -> Plan:
             raise ValueError(f"plan {path}: unknown artefact {name!r} (known: {ARTEFACTS})")
         if not isinstance(spec, dict): raise ValueError(f"plan {path}: artefact {name} must be a mapping")
         kind = spec.get("kind", "runs")
-        if kind not in ("runs", "batch", "settings", "overhead"):
-            raise ValueError(f"plan {path}: artefact {name}: kind must be runs, batch, settings or overhead, got {kind!r}")
-        if kind in ("settings", "overhead"): plan.artefact_runs[name] = []; continue
+        if kind not in ("runs", "batch", "settings", "overhead", "learning"):
+            raise ValueError(f"plan {path}: artefact {name}: kind must be runs, batch, settings, overhead or learning, got {kind!r}")
+        if kind in ("settings", "overhead", "learning"): plan.artefact_runs[name] = []; continue  # learning: every run
         for key in ("backbone", "task"):
             table = raw["backbones" if key == "backbone" else "tasks"]
             if spec.get(key) not in table: raise ValueError(f"plan {path}: artefact {name}: unknown {key} {spec.get(key)!r}")
@@ -179,14 +184,19 @@ def build_backbone(plan: Plan, backbone: str, task: str):
     return model, tok, template
 
 def mix_answer_formats(dataset, share: float):
-    """Rewrite a deterministic `share` of the reference solutions as "The answer is X." — an answer the verifier
-    cannot parse (it reads only `\\boxed{}` or an 'Answer:' line). A policy warm-started on the mix must *discover*
-    the verifiable format by RL, a prompt-independent behaviour a tiny model can learn in a few hundred steps, as
-    real RLVR policies learn their output conventions; its arithmetic is learned far more slowly."""
+    """Rewrite a deterministic `share` of the reference solutions so that their final answer is one the verifier
+    cannot parse (it reads only `\\boxed{}` or an 'Answer:' line): a worked solution keeps its reasoning and ends
+    "…, so the answer is 17." instead of "…, so \\boxed{17}"; a bare answer becomes "The answer is 17.". A policy
+    warm-started on the mix must *discover* the verifiable format by RL, a prompt-independent behaviour a tiny model
+    can learn in a few hundred steps, as real RLVR policies learn their output conventions. Correct and unparseable
+    completions then share their reasoning and differ in the few tokens of the answer — the situation of the
+    paper's Sec. 2. Raises `ValueError` unless 0 <= share <= 1."""
     if not 0 <= share <= 1: raise ValueError(f"unverifiable_format_share must be in [0, 1], got {share}")
     def rewrite(row, i):
         if (i * 0.6180339887) % 1.0 < share:  # low-discrepancy: exactly the share, spread over the set
-            row["solution"] = f"The answer is {row['answer']}."
+            m = re.search(r"\\boxed\{(.*)\}\s*$", row["solution"])
+            row["solution"] = (row["solution"][:m.start()] + f"the answer is {m.group(1)}." if m and m.start() > 0
+                               else f"The answer is {row['answer']}.")
         return row
     return dataset.map(rewrite, with_indices=True)
 
@@ -198,17 +208,28 @@ class SelectionCallback(TrainerCallback):
         self.k, self.max_new_tokens, self.seed = k, max_new_tokens, seed
         self.state_file = self.best_dir.parent / "selection.json"
         self.history = json.loads(self.state_file.read_text())["history"] if self.state_file.exists() else []
+        # history: [{"step", "accuracy"}], the learning curve on the selection set (mean over k samples per problem)
 
     @property
     def best(self):
-        return max(self.history, key=lambda h: (h["accuracy"], -h["step"])) if self.history else None
+        "The best trained checkpoint; step 0 (the warm start) is on the learning curve but never selected."
+        trained = [h for h in self.history if h["step"] > 0]
+        return max(trained, key=lambda h: (h["accuracy"], -h["step"])) if trained else None
 
-    def on_step_end(self, args, state, control, model=None, **kw):
-        if self.every <= 0 or state.global_step % self.every: return
+    def _accuracy(self, model) -> float:
         from delta_repro.evaluation import evaluate, summarize
         res = evaluate(model, self.tok, {"select": self.ds}, k=self.k, max_new_tokens=self.max_new_tokens,
                        seed=self.seed, progress=False)
-        acc = float(summarize(res).loc["select", "accuracy"])
+        return float(summarize(res).loc["select", "accuracy"])
+
+    def on_train_begin(self, args, state, control, model=None, **kw):
+        "The learning curve starts at the warm start (step 0), so its area measures what RL added."
+        if self.every > 0 and state.global_step == 0 and not any(h["step"] == 0 for h in self.history):
+            self.history.append({"step": 0, "accuracy": self._accuracy(model)})
+
+    def on_step_end(self, args, state, control, model=None, **kw):
+        if self.every <= 0 or state.global_step % self.every: return
+        acc = self._accuracy(model)
         self.history.append({"step": state.global_step, "accuracy": acc})
         if self.best["step"] == state.global_step and state.is_world_process_zero:
             save_checkpoint(model, self.tok, self.best_dir)
@@ -243,7 +264,11 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     sel = plan.raw["selection"]
     every = int(sel.get("every", 0))
     kw = run_settings(plan, run)
-    args = DeltaGRPOConfig(output_dir=str(out / "trainer"), seed=run.seed, max_steps=run.steps, report_to="none",
+    # live logs: TensorBoard under <runs>/../tensorboard/<run_id> (`tensorboard --logdir runs/`), unless the plan or
+    # backbone sets `trainer.report_to` (e.g. "wandb"); transformers reads the directory from the environment
+    report_to = kw.pop("report_to", "tensorboard" if importlib.util.find_spec("tensorboard") else "none")
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(Path(out_root).resolve().parent / "tensorboard" / run_id)
+    args = DeltaGRPOConfig(output_dir=str(out / "trainer"), seed=run.seed, max_steps=run.steps, report_to=report_to,
                            save_strategy="steps", save_steps=save_every or max(1, every or run.steps),
                            save_total_limit=1, disable_tqdm=True, use_cpu=not _cuda(), **kw)
     trainer = DeltaGRPOTrainer(model=model, reward_funcs=reward_functions(plan, run.task, args), args=args,
@@ -301,6 +326,30 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     res.insert(1, "method", run.method)
     res.insert(2, "seed", run.seed)
     return save_results(res, path)
+
+def evaluate_warm_start(plan: Plan, backbone: str, task: str, out_root: str | Path) -> Path:
+    """Evaluate the warm start of `backbone` on `task` — the policy every RL run of it starts from — exactly as a run
+    is evaluated (the task's evaluation and OOD sets, the backbone's avg@k settings, the sampling seed of training seed 0);
+    writes `<out_root>/<backbone>__<task>__warm-start/eval.csv` once and returns its path. The difference from it is
+    what RL added (`reporting.learning_summary`). Raises `ValueError` for a backbone or task not in the plan."""
+    from delta_repro.evaluation import evaluate, save_results
+    if backbone not in plan.raw["backbones"]: raise ValueError(f"backbone: {backbone!r} is not in the plan")
+    if task not in plan.raw["tasks"]: raise ValueError(f"task: {task!r} is not in the plan")
+    path = Path(out_root) / f"{backbone}__{task}__warm-start" / "eval.csv"
+    if path.exists(): return path
+    model, tok, template = build_backbone(plan, backbone, task)
+    _, evals, _ = task_sets(plan, task, template, ood=True)  # OOD sets too: Table 12 compares with them
+    e = eval_settings(plan, Run("DAPO", backbone, task, 0, 1))
+    res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
+                   top_p=float(e.get("top_p", 0.7)), max_new_tokens=int(e["max_new_tokens"]),
+                   batch_size=int(e.get("batch_size", 32)), seed=1234, progress=False)
+    for i, (col, v) in enumerate((("run_id", path.parent.name), ("method", "warm start"), ("seed", 0))): res.insert(i, col, v)
+    return save_results(res, path)
+
+def evaluate_warm_starts(plan: Plan, runs_dir: str | Path) -> list[Path]:
+    "`evaluate_warm_start` for every (backbone, task) of the plan with at least one evaluated run; returns the paths."
+    pairs = dict.fromkeys((r.backbone, r.task) for rid, r in plan.runs.items() if (Path(runs_dir) / rid / "eval.csv").exists())
+    return [evaluate_warm_start(plan, b, t, runs_dir) for b, t in pairs]
 
 def prompt_template(plan: Plan, backbone: str) -> str:
     """How prompts of `backbone` are rendered for generation: "chat" (the tokenizer's chat template; SmolLM2-Instruct)

@@ -72,6 +72,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 from pathlib import Path
 
 from transformers import AutoTokenizer
@@ -179,7 +180,7 @@ def warm_start(
     target = cache_dir() / f"{name}-{_fingerprint(model, tokenizer, rows, **hp)}"
     device = model.device
     if not (target / "model.safetensors").exists():
-        tmp = target.with_name(target.name + ".tmp")
+        tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")  # per process: concurrent runs may warm-start alike
         args = SFTConfig(output_dir=str(tmp / "trainer"), max_steps=max_steps, learning_rate=learning_rate,
                          per_device_train_batch_size=batch_size, lr_scheduler_type="cosine", warmup_steps=max(1, max_steps // 20),
                          logging_steps=max(1, max_steps // 10), save_strategy="no", report_to="none", seed=seed,
@@ -192,7 +193,10 @@ def warm_start(
         tokenizer.save_pretrained(tmp)
         (tmp / "warm_start.json").write_text(json.dumps(dict(hp, losses=[l["loss"] for l in trainer.state.log_history
                                                                          if "loss" in l]), indent=1))
-        tmp.rename(target)
+        try: tmp.rename(target)
+        except OSError:  # another process finished the same warm start first: same content hash, keep theirs
+            if not (target / "model.safetensors").exists(): raise
+            shutil.rmtree(tmp, ignore_errors=True)
     model = AutoModelForCausalLM.from_pretrained(target, dtype=model.dtype).to(device)
     _set_special_tokens(model, tokenizer)
     return model, target

@@ -1,0 +1,99 @@
+"""Calibrate a profile on its baseline only: warm-start length and the RL learning rate, measured on DAPO.
+
+    python scripts/calibrate.py --profile cpu --warm-start-steps 150 200 250      # sampled accuracy of each warm start
+    python scripts/calibrate.py --profile cpu --lr 1e-4 2e-4 --seeds 0 --steps 300  # DAPO from the plan's warm start
+
+Everything else comes from `configs/<profile>.yaml`. Runs go to `runs/calibration/<profile>/` (kept: a rerun resumes
+or reuses them); one JSON line per measurement is appended to `runs/calibration/<profile>/calibration.jsonl` and
+printed. The chosen values, with these numbers, belong in the header of the profile's YAML — shared by every method.
+"""
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+root = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--profile", default="cpu")
+    ap.add_argument("--plan", default=None, help="a plan YAML to calibrate instead of configs/<profile>.yaml (a variant)")
+    ap.add_argument("--backbone", default="tiny-qwen3")
+    ap.add_argument("--task", default="math")
+    ap.add_argument("--warm-start-steps", type=int, nargs="*", default=[])
+    ap.add_argument("--lr", type=float, nargs="*", default=[])
+    ap.add_argument("--seeds", type=int, nargs="*", default=[0])
+    ap.add_argument("--steps", type=int, default=None, help="RL steps (default: the plan's)")
+    ap.add_argument("--k", type=int, default=4, help="samples per problem of the accuracy estimates")
+    ap.add_argument("--batch", type=int, default=None, help="per_device_train_batch_size of the RL runs (default: the plan's)")
+    ap.add_argument("--ws-lr", type=float, default=None, help="learning rate of the warm start (default: the plan's)")
+    ap.add_argument("--ws-batch", type=int, default=None, help="batch size of the warm start (default: the plan's)")
+    ap.add_argument("--rl-warm-start-steps", type=int, default=None, help="SFT steps of the RL runs' warm start (default: the plan's)")
+    a = ap.parse_args(argv)
+    if any(n < 1 for n in a.warm_start_steps): ap.error("--warm-start-steps must be positive")
+    if any(not (0 < lr < 1) for lr in a.lr): ap.error("--lr must be in (0, 1)")
+    for name in ("steps", "batch", "rl_warm_start_steps"):
+        if getattr(a, name) is not None and getattr(a, name) < 1: ap.error(f"--{name.replace('_', '-')} must be positive")
+
+    from delta_repro.evaluation import evaluate, summarize
+    from delta_repro.experiments import Run, build_backbone, evaluate_run, load_plan, task_sets, train_run
+    plan_path = Path(a.plan) if a.plan else root / "configs" / f"{a.profile}.yaml"
+    plan = load_plan(plan_path)
+    if a.backbone not in plan.raw["backbones"]: ap.error(f"--backbone: not in the plan: {a.backbone}")
+    out = root / "runs" / "calibration" / (plan_path.stem if a.plan else a.profile)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "calibration.jsonl"
+
+    def record(**kw):
+        line = json.dumps(kw)
+        print(line, flush=True)
+        with log.open("a") as f: f.write(line + "\n")
+
+    select = plan.raw["tasks"][a.task]["select"]
+    ws_spec = plan.raw["backbones"][a.backbone]["warm_start"]
+    if a.ws_lr: ws_spec["learning_rate"] = a.ws_lr
+    if a.ws_batch: ws_spec["batch_size"] = a.ws_batch
+    for n in a.warm_start_steps:
+        plan.raw["backbones"][a.backbone]["warm_start"]["max_steps"] = n
+        t0 = time.time()
+        model, tok, template = build_backbone(plan, a.backbone, a.task)
+        _, evals, _ = task_sets(plan, a.task, template)
+        res = evaluate(model, tok, {select: evals[select]}, k=a.k, max_new_tokens=plan.raw["trainer"]["max_completion_length"],
+                       seed=0, progress=False)
+        acc = float(summarize(res).loc[select, "accuracy"])
+        solved = res.groupby("problem_id")["correct"].any().mean()
+        record(kind="warm_start", backbone=a.backbone, sft_steps=n, sft_lr=ws_spec["learning_rate"], sft_batch=ws_spec["batch_size"], accuracy=acc, pass_at_k=float(solved), k=a.k,
+               seconds=round(time.time() - t0, 1))
+    ws = plan.raw["backbones"][a.backbone]["warm_start"]
+    ws["max_steps"] = a.rl_warm_start_steps or load_plan(plan_path).raw["backbones"][a.backbone]["warm_start"]["max_steps"]
+    if a.batch: plan.raw["trainer"]["per_device_train_batch_size"] = a.batch
+    batch = plan.raw["trainer"]["per_device_train_batch_size"]
+    for lr in a.lr:
+        plan.raw["trainer"]["learning_rate"] = lr
+        for seed in a.seeds:
+            run = Run("DAPO", a.backbone, a.task, seed, a.steps or plan.raw["steps"])
+            rid = run.run_id
+            plan.runs[rid] = run
+            d = out / f"ws{ws['max_steps']}-{ws['learning_rate']:g}-{ws['batch_size']}-b{batch}-lr{lr:g}-steps{run.steps}"
+            t0 = time.time()
+            train_run(plan, rid, d)
+            path = evaluate_run(plan, rid, d)
+            meta = json.loads((d / rid / "DONE").read_text())
+            import pandas as pd
+            ev = pd.read_csv(path)
+            rewards = [h["reward"] for h in json.loads((d / rid / "log_history.json").read_text()) if "reward" in h]
+            head, tail = rewards[: max(1, len(rewards) // 10)], rewards[-max(1, len(rewards) // 10):]
+            record(kind="rl", method="DAPO", backbone=a.backbone, warm_start_steps=ws["max_steps"],
+                   sft_lr=ws["learning_rate"], sft_batch=ws["batch_size"], batch=batch,
+                   num_generations=plan.raw["trainer"]["num_generations"],
+                   steps_per_generation=plan.raw["trainer"]["steps_per_generation"], lr=lr, seed=seed, steps=run.steps,
+                   train_reward_first10pct=sum(head) / len(head), train_reward_last10pct=sum(tail) / len(tail),
+                   selection=meta["selection"], selected_step=meta["selected_step"],
+                   heldout={b: float(g["correct"].mean()) for b, g in ev.groupby("benchmark")},
+                   seconds=round(time.time() - t0, 1))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
