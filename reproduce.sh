@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # Ctrl-C stops the whole job, not just the notebook in flight (papermill catches SIGINT and exits 1, which would
 # otherwise count as one failed run and move on to the next). Bash runs the trap once that notebook has returned.
-trap 'kill $(jobs -p) 2>/dev/null; echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
+trap 'kill $(jobs -p) 2>/dev/null || true; echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
 
 usage_error() { echo "reproduce.sh: $* (see --help)" >&2; exit 2; }
 profile=""; profile_set=0; dry_run=0; reports_only=0; only=(); jobs=""
@@ -86,8 +86,11 @@ fi
 
 pm() {  # papermill NOTEBOOK OUTPUT [-p name value ...]: execute a notebook from nbs/experiments with parameters
   local nb="$1" out="$2"; shift 2
+  # the kernel's start-up warnings and third-party chatter go to a log beside the executed notebook, not the terminal
+  local log="${out%.ipynb}.log"
   (cd nbs/experiments && papermill --cwd . -k python3 --no-progress-bar --log-level WARNING "$nb" "$out" \
-     -p profile "$profile" -p config_dir "$root/configs" "$@" >/dev/null)
+     -p profile "$profile" -p config_dir "$root/configs" "$@" >/dev/null 2>"$log") \
+    || { echo "[reproduce] $(basename "$out" .ipynb) failed; the end of $log:" >&2; tail -n 5 "$log" >&2; return 1; }
 }
 failed=()
 start=$(date +%s)
@@ -99,7 +102,7 @@ for rid in "${run_ids[@]}"; do
 done
 # smoke: every run in one kernel (imports dominate tiny runs); cpu: one executed notebook per run, for inspection,
 # `jobs` runs at a time (each with its share of the cores: tiny models use one core poorly); paper: accelerate.
-status="$root/runs/$profile/.status"; rm -rf "$status"; mkdir -p "$status"
+status="$root/runs/$profile/.status.$$"; mkdir -p "$status"  # this invocation's outcomes (another may run beside it)
 batch=1; [ "$profile" = smoke ] && { batch=${#todo[@]}; jobs=1; }
 [ "$batch" -lt 1 ] && batch=1
 cores=$(nproc 2>/dev/null || echo 2); threads=$(( cores / jobs )); [ "$threads" -lt 1 ] && threads=1
@@ -132,6 +135,7 @@ for ((i = 0; i < ${#todo[@]}; i += batch)); do
 done
 wait
 for f in "$status"/*.failed; do [ -f "$f" ] && failed+=("$(cat "$f")"); done
+rm -rf "$status"
 
 for art in "${arts[@]}"; do
   nb="${art}.ipynb"
@@ -146,10 +150,10 @@ done
 
 echo
 echo "[reproduce] summary — profile $profile, $(( $(date +%s) - start )) s"
-for art in "${arts[@]}"; do
-  files=$(ls "$figs" 2>/dev/null | grep -E "^${art}(\.|_)" | tr '\n' ' ' || true)
-  printf '  %-26s %s\n' "$art" "${files:-(nothing written)}"
-done
-if [ -f "$figs/claims.md" ]; then echo; echo "[reproduce] the paper's claims at the $profile scale:"; sed 's/^/  /' "$figs/claims.md"; fi
+empty=()
+for art in "${arts[@]}"; do ls "$figs" 2>/dev/null | grep -qE "^${art%%@*}(\.|_)" || empty+=("$art"); done
+echo "  $(( ${#arts[@]} - ${#empty[@]} )) of ${#arts[@]} reports written (${arts[*]})${empty:+; nothing written for: ${empty[*]}}"
+echo; echo "[reproduce] key numbers at the $profile scale (full tables: learning.md, claims.md):"
+python -c "from delta_repro.reporting import key_numbers; print(key_numbers('$figs'))" | sed 's/^/  /' || true
 echo "  executed notebooks: runs/$profile/notebooks/   figures and tables: figures/$profile/"
 if [ ${#failed[@]} -gt 0 ]; then echo "[reproduce] FAILED: ${failed[*]} (see the executed notebooks)" >&2; exit 1; fi

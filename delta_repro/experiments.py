@@ -403,8 +403,10 @@ OVERHEAD_SIZES = {"tiny": dict(hidden_size=64, num_layers=2, num_heads=4),
 
 def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_length: int = 64, batch: int = 16,
                           device: str | None = None, bf16: bool = False):
-    """DataFrame with one row per (model size, aligned): median first-step seconds of DAPO and DelTA, their ratio and
-    the median time spent in the coefficients (including any extra forward pass), and `coefficient_steps`, the timed DelTA
+    """DataFrame with one row per (model size, aligned): median first-step seconds of DAPO and DelTA, their ratio with
+    the smallest and largest per-round ratio (`ratio_min`, `ratio_max`: the spread over paired ABBA rounds), the
+    median time spent in the coefficients (including any extra forward pass) and its share of DelTA's step in percent
+    (`own_share_pct`, the robust figure), and `coefficient_steps`, the timed DelTA
     steps that computed coefficients (= rounds: every timed step generates fresh rollouts). `bf16` turns on TRL's bf16 mixed
     precision (as the paper's runs use); the vocabulary is a 400-token BPE, so the LM head is far smaller than a real
     model's. Raises `ValueError` for unknown or no sizes, non-int or too small rounds (>= 1), completion_length
@@ -460,7 +462,10 @@ def measure_step_overhead(sizes=("tiny", "30m"), rounds: int = 5, completion_len
                     times[ca].append(next(l["step_time"] for l in tr.state.log_history if "step_time" in l))
                     coef += [l["delta/seconds"] for l in tr.state.log_history if "delta/seconds" in l]
             t0, t1 = statistics.median(times["none"]), statistics.median(times["delta"])
+            ratios = [d / n for d, n in zip(times["delta"], times["none"])]  # paired: one ABBA round each
+            own = statistics.median(coef) if coef else float("nan")
             rows.append(dict(model=size, params_m=sum(p.numel() for p in model.parameters()) / 1e6, aligned=aligned,
-                             dapo_s=t0, delta_s=t1, ratio=t1 / t0, coefficient_s=statistics.median(coef) if coef else float("nan"),
-                             coefficient_steps=len(coef), rounds=rounds, device=device, bf16=bf16))
+                             dapo_s=t0, delta_s=t1, ratio=t1 / t0, ratio_min=min(ratios), ratio_max=max(ratios),
+                             coefficient_s=own, own_share_pct=100 * own / t1, coefficient_steps=len(coef),
+                             rounds=rounds, device=device, bf16=bf16))
     return pd.DataFrame(rows)

@@ -54,13 +54,14 @@ def test_auto_uses_repeated_evaluations_below_three_seeds(tmp_path):
 def test_claim_verdicts_hand_computed():
     # 5 seeds vs 5, fully separated: exact one-sided Mann-Whitney p = 1 / C(10, 5) = 1/252
     c = claim("A > B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5])
-    assert c["holds"] and c["p"] == pytest.approx(1 / 252) and (c["n_a"], c["n_b"]) == (5, 5)
+    assert c["verdict"] == "supported" and c["p"] == pytest.approx(1 / 252) and (c["n_a"], c["n_b"]) == (5, 5)
+    assert c["effect"] == pytest.approx(5.0) and c["ci_low"] <= 5.0 <= c["ci_high"]
     # 3 vs 3 can never reach p < 0.05: the smallest exact p is 1 / C(6, 3) = 0.05
     c3 = claim("A > B", [4, 5, 6], [1, 2, 3])
-    assert c3["p"] == pytest.approx(0.05) and not c3["holds"]
-    assert not claim("A > B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10])["holds"]
-    assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["holds"]
-    assert not claim("A ≈ B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "≈")["holds"]
+    assert c3["p"] == pytest.approx(0.05) and c3["verdict"] == "not supported"
+    assert claim("A > B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10])["verdict"] == "not supported"
+    assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["verdict"] == "not rejected"
+    assert claim("A ≈ B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "≈")["verdict"] == "rejected"
     with pytest.raises(ValueError, match="relation"): claim("A ? B", [1, 2], [3, 4], "?")
 
 

@@ -200,7 +200,7 @@ def test_rerun_skips_finished_runs_and_never_overwrites_them():
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert res.stdout.count("done, skipped") == len(evals)
     assert {rid: (runs / rid / "eval.csv").stat().st_mtime_ns for rid in evals} == evals
-    assert "table4_proxy" in res.stdout.split("summary")[-1]
+    assert "1 of 1 reports written (table4_proxy)" in res.stdout.split("summary")[-1]
 
 
 def test_mixed_answer_formats_for_the_warm_start():
@@ -253,7 +253,7 @@ def test_ctrl_c_stops_the_whole_job():
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 600
     for line in p.stdout:  # the first run or report notebook has started
-        if line.startswith("[reproduce] (1/") or line.startswith("[reproduce] report"):
+        if line.startswith("[reproduce] run 1/") or line.startswith("[reproduce] report"):
             break
         assert time.time() < deadline
     time.sleep(3)
