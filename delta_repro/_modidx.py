@@ -211,6 +211,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                   'delta_repro/reporting.py'),
                                        'delta_repro.reporting.learning_summary': ( 'reporting.html#learning_summary',
                                                                                    'delta_repro/reporting.py'),
+                                       'delta_repro.reporting.method_runs': ('reporting.html#method_runs', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.method_summary': ( 'reporting.html#method_summary',
                                                                                  'delta_repro/reporting.py'),
                                        'delta_repro.reporting.paper_results': ('reporting.html#paper_results', 'delta_repro/reporting.py'),

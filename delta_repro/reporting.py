@@ -6,11 +6,11 @@ figures, the claim checks, and the analyses drawn from a real rollout batch (Fig
 # %% auto #0
 __all__ = ['PAPER_METHODS', 'METRICS', 'REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'PAPER_CLAIMS',
            'paper_results', 'method_summary', 'artefact_eval_paths', 'run_scores', 'report_benchmarks',
-           'learning_curve', 'curve_auc', 'seed_scores', 'warm_start_dir', 'warm_start_accuracy', 'learning_summary',
-           'training_logs', 'learning_curves', 'plot_dynamics', 'plot_learning', 'reward_summary', 'compare_with_paper',
-           'table_report', 'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'write_table',
-           'save_figure', 'claim', 'check_claims', 'key_numbers', 'rollout_batch_coefficients', 'token_weight_table',
-           'discriminative_tokens', 'plot_token_clouds', 'contrast_pair', 'plot_token_lambdas']
+           'learning_curve', 'curve_auc', 'method_runs', 'seed_scores', 'warm_start_dir', 'warm_start_accuracy',
+           'learning_summary', 'training_logs', 'learning_curves', 'plot_dynamics', 'plot_learning', 'reward_summary',
+           'compare_with_paper', 'table_report', 'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape',
+           'write_table', 'save_figure', 'claim', 'check_claims', 'key_numbers', 'rollout_batch_coefficients',
+           'token_weight_table', 'discriminative_tokens', 'plot_token_clouds', 'contrast_pair', 'plot_token_lambdas']
 
 # %% ../nbs/09_reporting.ipynb #dc8013ca
 import importlib.resources
@@ -123,23 +123,35 @@ def curve_auc(curve: pd.DataFrame) -> float | None:
     s, a = curve["step"].to_numpy(float), curve["accuracy"].to_numpy(float)
     return float(np.trapezoid(a, s) / (s[-1] - s[0]))
 
+def method_runs(plan, artefact: str, method: str) -> list[str]:
+    """Run ids of `method` on the backbone, task and step count of `artefact`, from every artefact of the plan (a run
+    is shared, so Table 1 reads all of DelTA's and DAPO's seeds, not only those listed under it), sorted by seed.
+    Raises `ValueError` for an unknown artefact or a method the artefact does not list."""
+    if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
+    own = [r for r in plan.artefact_runs[artefact] if plan.runs[r].method == method]
+    if not own: raise ValueError(f"method: {method!r} is not a method of {artefact!r}")
+    ref = plan.runs[own[0]]
+    ids = [rid for rid, r in plan.runs.items()
+           if (r.method, r.backbone, r.task, r.steps) == (method, ref.backbone, ref.task, ref.steps)]
+    return sorted(ids, key=lambda r: plan.runs[r].seed)
+
 def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "final",
                 benchmarks: list | None = None) -> dict[int, float]:
-    """{seed: score} of every evaluated run of `method` in `artefact`; `metric` one of `METRICS` ("final": held-out
-    accuracy, `benchmarks` defaulting to `report_benchmarks`; "auc": learning-curve area, runs without a step-0
-    point left out). Raises `ValueError` for an unknown artefact, method or metric."""
+    """{seed: score} of every evaluated run of `method` on the backbone and task of `artefact` (`method_runs`);
+    `metric` one of `METRICS` ("final": held-out accuracy, `benchmarks` defaulting to `report_benchmarks`, runs not
+    evaluated on all of them left out; "auc": learning-curve area, runs without a step-0 point left out). Raises
+    `ValueError` for an unknown artefact, method or metric."""
     if metric not in METRICS: raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
-    if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
-    ids = [r for r in plan.artefact_runs[artefact] if plan.runs[r].method == method]
-    if not ids: raise ValueError(f"method: {method!r} is not a method of {artefact!r}")
+    ids = method_runs(plan, artefact, method)
     bench = benchmarks or report_benchmarks(plan, plan.runs[ids[0]].task)
     out = {}
-    for rid in sorted(ids, key=lambda r: plan.runs[r].seed):
+    for rid in ids:
         d = Path(runs_dir) / rid
         if not (d / "eval.csv").exists(): continue
         if metric == "final":
             df = load_results(d / "eval.csv")
-            out[plan.runs[rid].seed] = float(summarize(df[df["benchmark"].isin(bench)]).loc["Avg.", "accuracy"])
+            df = df[df["benchmark"].isin(bench)]
+            if set(df["benchmark"]) == set(bench): out[plan.runs[rid].seed] = float(summarize(df).loc["Avg.", "accuracy"])
         else:
             auc = curve_auc(learning_curve(d))
             if auc is not None: out[plan.runs[rid].seed] = auc
@@ -280,7 +292,8 @@ def reward_summary(logs: pd.DataFrame, share: float = 0.1) -> pd.DataFrame:
 # %% ../nbs/09_reporting.ipynb #a3947173
 def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: str, paper_backbone: str | None = None,
                        ood: bool = False) -> pd.DataFrame:
-    """One row per method of `artefact`: our held-out accuracy over seeds (mean, sd, seeds) and per benchmark; our
+    """One row per method of `artefact`: our held-out accuracy over all its evaluated seeds (`method_runs`; mean, sd,
+    seeds) and per benchmark; our
     difference from the reference method (DAPO when the artefact has it, else DelTA) with its 95 % bootstrap
     interval over seeds; the paper's Avg. and its difference from the same reference (the benchmarks differ, so
     differences and ranks are what can be compared, not levels); both ranks (1 = best); and `flag`, which names
@@ -303,8 +316,8 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
         s = list(scores[m].values())
         row = {"method": m, "ours": np.mean(s) if s else np.nan, "sd": np.std(s, ddof=1) if len(s) > 1 else np.nan,
                "seeds": len(s)}
-        per = [load_results(Path(runs_dir) / r / "eval.csv") for r in plan.artefact_runs[artefact]
-               if plan.runs[r].method == m and (Path(runs_dir) / r / "eval.csv").exists()]
+        per = [load_results(Path(runs_dir) / r / "eval.csv") for r in method_runs(plan, artefact, m)
+               if plan.runs[r].seed in scores[m]]
         for b in bench:
             vals = [100 * f[f["benchmark"] == b]["correct"].mean() for f in per]
             row[b] = np.mean(vals) if vals else np.nan
@@ -417,7 +430,7 @@ def settings_table(plan, runs_dir: str | Path) -> tuple[pd.DataFrame, dict]:
     return table, differing
 
 
-# %% ../nbs/09_reporting.ipynb #eab8c672
+# %% ../nbs/09_reporting.ipynb #27d987e1
 PAPER_OVERHEAD_PCT = 10.2  # App. L.1: +37 s of the first training step, Qwen3-8B-Base on 8 x B200
 
 def plot_overhead(df: pd.DataFrame, title: str = ""):
@@ -574,7 +587,7 @@ def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER
     return pd.DataFrame(rows).set_index("claim")
 
 
-# %% ../nbs/09_reporting.ipynb #c2f15b6c
+# %% ../nbs/09_reporting.ipynb #8077a0bf
 def key_numbers(figures_dir: str | Path) -> str:
     """The few numbers `reproduce.sh` prints at the end: per method, held-out accuracy after RL and its gain over the
     warm start with 95 % intervals (`learning.csv`), then each claim's verdict on the `final` metric with its effect,
@@ -662,7 +675,7 @@ def discriminative_tokens(table: pd.DataFrame, n: int = 6, min_count: int = 5) -
     return (f"Most up-weighted tokens (mean λ, count): {fmt(t.iloc[::-1].head(n))}. Most down-weighted: "
             f"{fmt(t.head(n))}.")
 
-# %% ../nbs/09_reporting.ipynb #3c432db5
+# %% ../nbs/09_reporting.ipynb #a32f6ea5
 def plot_token_clouds(table: pd.DataFrame, caption: str = ""):
     """Fig. 5 from a `token_weight_table`: word clouds (the `wordcloud` library) of the up-weighted (mean λ > 1) and
     the down-weighted tokens, each sized by count × |mean λ − 1|; `caption` (e.g. `discriminative_tokens`) is

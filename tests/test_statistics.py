@@ -185,3 +185,17 @@ def test_reward_summary_first_and_last_share():
 def test_contrast_pair_falls_back_only_when_asked():
     batch = dict(rewards=[0.0, 0.0, 0.0, 0.0], n_generations=2, tokens=[["a"], ["b"], ["c"], ["d"]])
     assert contrast_pair(batch, strict=False) == (0, 1)
+
+
+def test_tables_pool_every_seed_of_a_method_across_artefacts(tmp_path):
+    plan = _plan(tmp_path)
+    raw = plan.raw
+    raw["artefacts"]["table1_main"]["seeds"] = [0]  # Table 1 lists seed 0 only; appK trains seeds 0-2
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(tmp_path / "plan.yaml")
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 2 + r.seed)
+    t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
+    assert t.loc["DelTA", "seeds"] == 3 and t.loc["SAPO", "seeds"] == 1
+    assert t.loc["DelTA", "ours"] == pytest.approx(100 * (2 + 3 + 4) / 24)
