@@ -351,7 +351,8 @@ REPORT_TABLES = {  # artefact -> (paper table, paper backbone, OOD sets only, ti
 
 def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFrame, str]:
     """(table, caption) of a comparison artefact of `REPORT_TABLES`: `compare_with_paper` on its runs and a caption
-    that names the table, the scale, the benchmarks, the reference method and what can be compared. Raises
+    that names the table, the scale, the benchmarks, the reference method, what can be compared and, where the warm
+    start is evaluated, each method's gain over it (so a table of methods that did not learn says so). Raises
     `ValueError` for an artefact that is not a comparison table."""
     if artefact.split("@")[0] not in REPORT_TABLES: raise ValueError(f"artefact: {artefact!r} is not one of {list(REPORT_TABLES)}")
     paper_table, paper_backbone, ood, title = REPORT_TABLES[artefact.split("@")[0]]
@@ -365,6 +366,17 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                f"training seeds, and the difference from {ref} with its 95 % bootstrap interval over seeds. Paper: "
                f"{paper_backbone or 'its backbone'}, its own benchmarks, difference from {ref}. The benchmarks differ, "
                f"so compare differences and ranks, not levels.")
+    if not ood:  # did RL learn here at all? (learning_summary) -- a table of methods that did not learn says so
+        learn = learning_summary(plan, runs_dir)
+        if len(learn):
+            at = (learn.index.get_level_values("backbone") == spec["backbone"]) & (learn.index.get_level_values("task") == spec["task"])
+            rows = learn[at].droplevel(["backbone", "task"])
+            rows = rows[rows.index.isin(table.index)]
+            rows = rows[np.isfinite(rows["gain"].astype(float))]  # no gain without an evaluated warm start
+        if len(learn) and len(rows):
+            gains = "; ".join(f"{m} {r['gain']:+.1f} [{r['gain low']:+.1f}, {r['gain high']:+.1f}] ({r['learns']})"
+                              if r["seeds"] > 1 else f"{m} {r['gain']:+.1f} (one seed)" for m, r in rows.iterrows())
+            caption += f" Gain over the warm start, points [95 % CI] (learns?): {gains}."
     return table, caption
 
 def plot_comparison(table: pd.DataFrame, title: str = ""):
