@@ -263,3 +263,20 @@ def test_ctrl_c_stops_the_whole_job():
     assert p.returncode == 130, (p.returncode, out[-2000:], err[-2000:])
     assert "interrupted: finished runs are kept" in err
     assert "summary" not in out  # it stopped; it did not go on to the end
+
+
+def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    raw["steps"], raw["selection"]["every"] = 4, 2
+    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO"], "seeds": [0]}}
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(p)
+    (rid,) = plan.runs
+    out = train_run(plan, rid, tmp_path / "runs" / "runs")
+    meta = json.loads((out / "DONE").read_text())
+    assert [h["step"] for h in meta["selection"]] == [0, 2, 4]  # the warm start is the curve's first point
+    assert meta["selected_step"] in (2, 4)  # ... but never the selected checkpoint
+    events = list((tmp_path / "runs" / "tensorboard" / rid).glob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0  # TRL's report_to: live curves under runs/<profile>/tensorboard
