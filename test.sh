@@ -5,6 +5,7 @@
 # Extra arguments go to pytest, e.g. `bash test.sh -k coefficients`.
 set -euo pipefail
 cd "$(dirname "$0")"
+export DELTA_WANT_BROWSER=1  # scripts/env.sh installs headless Chromium for tests/test_site.py when it can
 source scripts/env.sh
 
 echo "[test] nbdev-export must leave delta_repro/ unchanged"

@@ -564,7 +564,7 @@ def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.0
 
 
 # %% ../nbs/09_reporting.ipynb #37996fe7
-PAPER_CLAIMS = (  # (claim, (artefact, method) of side a, (artefact, method) of side b, relation); PAPER §6
+PAPER_CLAIMS = (  # (claim, (artefact, method) of side a, (artefact, method) of side b, relation)
     ("DelTA > DAPO", ("appK_significance", "DelTA"), ("appK_significance", "DAPO"), ">"),
     ("DelTA > within-side only", ("appK_significance", "DelTA"), ("table2_within_side", "Within-side only"), ">"),
     *((f"DelTA > {m}", ("appK_significance", "DelTA"), ("table3_ablations", m), ">")

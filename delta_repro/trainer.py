@@ -7,13 +7,14 @@ trainer (Sec. 4, App. I–J, Table 5)."""
 __all__ = ['CREDIT_ASSIGNMENTS', 'PAPER_PROMPTS', 'PAPER_ROLLOUTS', 'PAPER_UPDATES', 'METHODS', 'DeltaGRPOConfig', 'paper_config',
            'overlong_penalty', 'DeltaGRPOTrainer']
 
-# %% ../nbs/03_trainer.ipynb #705562c4
+# %% ../nbs/03_trainer.ipynb #24d0df98
 import math
 import numbers
 import time
 from dataclasses import dataclass, field, fields
 
 import torch
+from fastcore.basics import patch
 from trl import GRPOConfig, GRPOTrainer
 
 from .coefficients import (DeltaConfig, DeltaCoefficients, StreamingDeltaEstimator,
@@ -22,7 +23,7 @@ from .losses import future_kl_weights, token_selection_weights
 from .proxies import (backbone, capture_final_hidden_states, lm_head_proxy, output_embedding,
                                  topk_hidden_proxy)
 
-# %% ../nbs/03_trainer.ipynb #ea276cf9
+# %% ../nbs/03_trainer.ipynb #493693e8
 CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
 
 def _check_number(name: str, v, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False,
@@ -111,7 +112,7 @@ class DeltaGRPOConfig(GRPOConfig):
         except ValueError as e:
             raise ValueError(f"delta_{e}") from None
 
-# %% ../nbs/03_trainer.ipynb #2090e89c
+# %% ../nbs/03_trainer.ipynb #c21cd0ac
 PAPER_PROMPTS, PAPER_ROLLOUTS, PAPER_UPDATES = 128, 16, 4
 
 def paper_config(
@@ -144,7 +145,7 @@ def paper_config(
     kw.update(overrides)
     return DeltaGRPOConfig(**kw)
 
-# %% ../nbs/03_trainer.ipynb #d74d8864
+# %% ../nbs/03_trainer.ipynb #fe320bd6
 METHODS = {
     "DAPO": dict(credit_assignment="none", loss_type="dapo"),
     "DAPO w/ Forking Tokens": dict(credit_assignment="none", loss_type="dapo", top_entropy_quantile=0.2),
@@ -185,7 +186,7 @@ def overlong_penalty(args: DeltaGRPOConfig):
     scaled.__name__ = "soft_overlong_punishment"
     return scaled
 
-# %% ../nbs/03_trainer.ipynb #e71d66da
+# %% ../nbs/03_trainer.ipynb #843cf875
 class DeltaGRPOTrainer(GRPOTrainer):
     """TRL's `GRPOTrainer` with DelTA and the paper's token-credit controls (`DeltaGRPOConfig.credit_assignment`).
 
@@ -212,197 +213,222 @@ class DeltaGRPOTrainer(GRPOTrainer):
         self._rewards = None
         self._delta_generator = torch.Generator().manual_seed(self.args.seed + 7919 * self.accelerator.process_index)
 
-    # -- rewards: remember them for the equal-reward fix ------------------------------------------------------------
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._rewards = rewards.detach()
-        return rewards
+# %% ../nbs/03_trainer.ipynb #fbdedead
+@patch
+def _calculate_rewards(self: DeltaGRPOTrainer, inputs, prompts, completions, completion_ids_list):
+    "TRL's rewards (B, n_funcs), remembered for `_zero_equal_reward_groups`."
+    rewards = super(DeltaGRPOTrainer, self)._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+    self._rewards = rewards.detach()
+    return rewards
 
-    # -- log-probs: capture proxies; apply FIPO -------------------------------------------------------------------
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-                                           compute_entropy=False, **kwargs):
-        if self._capture is not None and "hidden" not in self._capture:
-            k = logits_to_keep  # hidden state at position t produces the log-prob of token t + 1
-            with capture_final_hidden_states(model, transform=lambda h: h[:, -k - 1:-1].contiguous()) as hidden:
-                logps, entropies, aux = super()._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size, True, **kwargs)
-            self._capture.update(hidden=torch.cat(hidden), logps=logps.detach(), entropies=entropies.detach())
-            return logps, (entropies if compute_entropy else None), aux
-        out = super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, batch_size,
-                                                         compute_entropy, **kwargs)
-        if self._fipo_inputs is not None:
-            self._apply_fipo(self._fipo_inputs, out[0])
-            self._fipo_inputs = None
-        return out
-
-    def _compute_loss(self, model, inputs):
-        if self.args.credit_assignment != "fipo" or not self.model.training:
-            return super()._compute_loss(model, inputs)
-        inputs = dict(inputs)  # TRL reuses the buffered micro-batch: re-weight a copy only
-        self._fipo_inputs = inputs
-        try:
-            return super()._compute_loss(model, inputs)
-        finally:
-            self._fipo_inputs = None
-
-    def _apply_fipo(self, inputs, logps):
-        old = inputs.get("old_per_token_logps")
-        if old is None: return  # on-policy micro-step: ratio 1, every FIPO weight is 1
-        mask = inputs["completion_mask"] * inputs["tool_mask"] if "tool_mask" in inputs else inputs["completion_mask"]
-        a = self.args
-        w = future_kl_weights(logps.detach() - old, mask, decay=a.fipo_decay, clip=a.fipo_clip,
-                              clip_high_only=a.fipo_clip_high_only, safety_ratio=a.fipo_safety_ratio, chunk=a.fipo_chunk)
-        adv = inputs["advantages"]
-        inputs["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * w.to(adv.dtype)
-        m = mask.bool()
-        self._metrics["train"]["fipo/weight_mean"].append(float(w[m].mean()) if m.any() else 1.0)
-
-    # -- the generation batch: coefficients once, stop-gradient ---------------------------------------------------
-    def _generate_and_score_completions(self, inputs):
-        ca, train = self.args.credit_assignment, self.model.training
-        needs_proxies = train and ca in ("delta", "token_selection")
-        self._capture = {} if needs_proxies and self.args.proxy_cache == "memory" else None
-        self._rewards = None
-        try:
-            out = super()._generate_and_score_completions(inputs)
-            captured, self._capture = self._capture, None
-        finally:
-            self._capture = None
-        self._zero_equal_reward_groups(out)
-        if not train or ca in ("none", "fipo"):
-            return out
-        t0 = time.perf_counter()
-        mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+@patch
+def _zero_equal_reward_groups(self: DeltaGRPOTrainer, out):
+    "Advantage exactly 0 for groups whose rewards are all equal (TRL can leave a float32 residue)."
+    r = self._rewards
+    if r is None or r.ndim != 2: return
+    n = self.num_generations if self.model.training else self.num_generations_eval
+    if r.shape[0] % n: return
+    g = r.view(-1, n, r.shape[1])
+    hi = torch.nan_to_num(g, nan=-math.inf).amax(1)
+    lo = torch.nan_to_num(g, nan=math.inf).amin(1)
+    spread = torch.where(torch.isfinite(hi) & torch.isfinite(lo), hi - lo, 0.0)
+    tol = 1e-6 * (1 + torch.nan_to_num(hi.abs(), posinf=0.0, neginf=0.0))
+    equal = (spread <= tol).all(1).repeat_interleave(n)  # every reward function constant within the group
+    B = out["advantages"].shape[0]
+    local = equal[self.accelerator.process_index * B:(self.accelerator.process_index + 1) * B].to(out["advantages"].device)
+    if local.any():
         adv = out["advantages"]
-        entropies = None
-        if ca == "random":
-            a = self.args
-            coefs = random_coefficients(mask.cpu(), a.delta_lam_min, a.delta_lam_max, self._delta_generator,
-                                        a.delta_normalize)
-            coefs.weights, coefs.lam = coefs.weights.to(adv.device), coefs.lam.to(adv.device)
-        elif self.args.proxy_cache == "memory":
-            if "hidden" not in captured:  # TRL made no old-log-prob pass: make exactly one
-                self._capture = captured
-                try:
-                    with torch.no_grad():
-                        self._get_per_token_logps_and_entropies(
-                            self.model, torch.cat([out["prompt_ids"], out["completion_ids"]], 1),
-                            torch.cat([out["prompt_mask"], out["completion_mask"]], 1), out["completion_ids"].size(1),
-                            batch_size=self.args.per_device_train_batch_size)
-                finally:
-                    self._capture = None
-            proxies = self._proxies(captured["hidden"], captured["logps"], out["completion_ids"])
-            entropies = captured["entropies"]
-            del captured
-            coefs = delta_coefficients(proxies, adv, mask, self.args.delta_config, all_reduce=self._all_reduce())
-            del proxies
-        else:
-            coefs, entropies = self._streaming_coefficients(out, adv, mask)
-        if ca == "token_selection":
-            weights = token_selection_weights(coefs.lam, mask, self.args.token_selection, self.args.token_selection_ratio,
-                                              self._delta_generator_for(coefs.lam.device), gather=self._gather())
-        else:
-            weights = coefs.weights
-        out["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * weights.to(adv.dtype)
-        self._log_coefficients(coefs, weights, mask, entropies, time.perf_counter() - t0)
+        out["advantages"] = torch.where(local.view(-1, *[1] * (adv.ndim - 1)), torch.zeros_like(adv), adv)
+
+# %% ../nbs/03_trainer.ipynb #cae091ab
+@patch
+def _get_per_token_logps_and_entropies(self: DeltaGRPOTrainer, model, input_ids, attention_mask, logits_to_keep,
+                                       batch_size=None, compute_entropy=False, **kwargs):
+    "TRL's log-probs; captures final hidden states when armed, and applies FIPO when a loss asked for it."
+    if self._capture is not None and "hidden" not in self._capture:
+        k = logits_to_keep  # hidden state at position t produces the log-prob of token t + 1
+        with capture_final_hidden_states(model, transform=lambda h: h[:, -k - 1:-1].contiguous()) as hidden:
+            logps, entropies, aux = super(DeltaGRPOTrainer, self)._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, True, **kwargs)
+        self._capture.update(hidden=torch.cat(hidden), logps=logps.detach(), entropies=entropies.detach())
+        return logps, (entropies if compute_entropy else None), aux
+    out = super(DeltaGRPOTrainer, self)._get_per_token_logps_and_entropies(
+        model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, **kwargs)
+    if self._fipo_inputs is not None:
+        self._apply_fipo(self._fipo_inputs, out[0])
+        self._fipo_inputs = None
+    return out
+
+# %% ../nbs/03_trainer.ipynb #ea55be90
+@patch
+def _proxies(self: DeltaGRPOTrainer, hidden, logps, completion_ids):
+    "Proxies (B, T, d) from captured final hidden states (B, T, d) and the completion tokens' log-probs (B, T)."
+    if self.args.delta_proxy == "lm_head":
+        return lm_head_proxy(hidden, logps)
+    W = output_embedding(self.model).weight
+    outs = []
+    for s in range(0, hidden.shape[0], 4):  # bound the (b, T, V) logits to 4 completions at a time
+        h = hidden[s:s + 4]
+        logits = h.to(W.dtype) @ W.T
+        outs.append(topk_hidden_proxy(logits, completion_ids[s:s + 4], W, self.args.delta_proxy_topk,
+                                      temperature=self.temperature))
+    return torch.cat(outs)
+
+# %% ../nbs/03_trainer.ipynb #fee0324e
+@patch
+def _all_reduce(self: DeltaGRPOTrainer):
+    "A sum over data-parallel processes for the coefficient statistics, or None (one process, or local statistics)."
+    if self.args.delta_statistics == "local" or self.accelerator.num_processes == 1: return None
+    return lambda t: self.accelerator.reduce(t, reduction="sum")
+
+@patch
+def _gather(self: DeltaGRPOTrainer):
+    "Gather a 1-D tensor of values from every process (for token selection's global ranking), or None."
+    if self.args.delta_statistics == "local" or self.accelerator.num_processes == 1: return None
+    def gather(x):
+        pad = self.accelerator.pad_across_processes(x, dim=0, pad_index=float("nan"))
+        allv = self.accelerator.gather(pad)
+        return allv[~torch.isnan(allv)]
+    return gather
+
+@patch
+def _delta_generator_for(self: DeltaGRPOTrainer, device):
+    "The trainer's random generator on `device` (a CUDA generator seeded from the CPU one)."
+    if device.type == "cpu": return self._delta_generator
+    g = torch.Generator(device=device)
+    return g.manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._delta_generator)))
+
+# %% ../nbs/03_trainer.ipynb #14b4aa75
+@patch
+def _streaming_coefficients(self: DeltaGRPOTrainer, out, adv, mask):
+    "proxy_cache='recompute': sweep forward passes of per_device_train_batch_size completions."
+    est = StreamingDeltaEstimator(self.args.delta_config, all_reduce=self._all_reduce(), variance="auto")
+    ids = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
+    attn = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
+    k, bs, entropies = out["completion_ids"].size(1), self.args.per_device_train_batch_size, []
+    while not est.done:
+        for s in range(0, ids.shape[0], bs):
+            cap = {}
+            self._capture = cap
+            try:
+                with torch.no_grad():
+                    self._get_per_token_logps_and_entropies(self.model, ids[s:s + bs], attn[s:s + bs], k, bs)
+            finally:
+                self._capture = None
+            if est.passes_done == 0: entropies.append(cap["entropies"])
+            est.update(self._proxies(cap["hidden"], cap["logps"], out["completion_ids"][s:s + bs]),
+                       adv[s:s + bs], mask[s:s + bs])
+        est.end_pass()
+    parts = est.result()
+    cat = lambda name: torch.cat([getattr(p, name) for p in parts])
+    c0 = parts[0]
+    coefs = DeltaCoefficients(weights=cat("weights"), lam=cat("lam"), scores=cat("scores"), margins=cat("margins"),
+                              gamma=c0.gamma, centroids=c0.centroids, initial_centroids=c0.initial_centroids,
+                              n_pos_tokens=c0.n_pos_tokens, n_neg_tokens=c0.n_neg_tokens,
+                              n_valid_tokens=c0.n_valid_tokens)
+    return coefs, torch.cat(entropies)
+
+# %% ../nbs/03_trainer.ipynb #7e906b55
+@patch
+def _log_coefficients(self: DeltaGRPOTrainer, coefs, weights, mask, entropies, seconds):
+    "Per-step diagnostics through TRL's metrics (reported with `report_to`)."
+    m = mask.bool()
+    metrics = self._metrics["train"]
+    lam = coefs.lam[m].double()
+    stats = torch.stack([lam.sum(), lam.square().sum(), torch.tensor(float(m.sum()), dtype=torch.float64, device=lam.device),
+                         (weights[m] > 1).sum().double()]).to(self.accelerator.device)
+    stats = self.accelerator.reduce(stats, reduction="sum")
+    n = max(float(stats[2]), 1.0)
+    mean = float(stats[0]) / n
+    metrics["delta/lam_mean"].append(mean)
+    metrics["delta/lam_std"].append(math.sqrt(max(float(stats[1]) / n - mean ** 2, 0.0)))
+    metrics["delta/frac_upweighted"].append(float(stats[3]) / n)
+    metrics["delta/gamma_pos"].append(float(coefs.gamma[0]))
+    metrics["delta/gamma_neg"].append(float(coefs.gamma[1]))
+    metrics["delta/n_pos_tokens"].append(float(coefs.n_pos_tokens))
+    metrics["delta/n_neg_tokens"].append(float(coefs.n_neg_tokens))
+    if entropies is not None and m.sum() > 1:
+        x, y = coefs.lam[m].double(), entropies[m].double()
+        cov = ((x - x.mean()) * (y - y.mean())).mean()
+        denom = x.std(unbiased=False) * y.std(unbiased=False)
+        metrics["delta/corr_lam_entropy"].append(float(cov / denom) if denom > 0 else 0.0)
+    metrics["delta/seconds"].append(seconds)
+
+# %% ../nbs/03_trainer.ipynb #bc367c16
+@patch
+def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
+    "TRL's generation batch, with the advantages re-weighted per token: Â·λ̄ (B, T) (Eq. 7)."
+    ca, train = self.args.credit_assignment, self.model.training
+    needs_proxies = train and ca in ("delta", "token_selection")
+    self._capture = {} if needs_proxies and self.args.proxy_cache == "memory" else None
+    self._rewards = None
+    try:
+        out = super(DeltaGRPOTrainer, self)._generate_and_score_completions(inputs)
+        captured, self._capture = self._capture, None
+    finally:
+        self._capture = None
+    self._zero_equal_reward_groups(out)
+    if not train or ca in ("none", "fipo"):
         return out
+    t0 = time.perf_counter()
+    mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+    adv = out["advantages"]
+    entropies = None
+    if ca == "random":
+        a = self.args
+        coefs = random_coefficients(mask.cpu(), a.delta_lam_min, a.delta_lam_max, self._delta_generator,
+                                    a.delta_normalize)
+        coefs.weights, coefs.lam = coefs.weights.to(adv.device), coefs.lam.to(adv.device)
+    elif self.args.proxy_cache == "memory":
+        if "hidden" not in captured:  # TRL made no old-log-prob pass: make exactly one
+            self._capture = captured
+            try:
+                with torch.no_grad():
+                    self._get_per_token_logps_and_entropies(
+                        self.model, torch.cat([out["prompt_ids"], out["completion_ids"]], 1),
+                        torch.cat([out["prompt_mask"], out["completion_mask"]], 1), out["completion_ids"].size(1),
+                        batch_size=self.args.per_device_train_batch_size)
+            finally:
+                self._capture = None
+        proxies = self._proxies(captured["hidden"], captured["logps"], out["completion_ids"])
+        entropies = captured["entropies"]
+        del captured
+        coefs = delta_coefficients(proxies, adv, mask, self.args.delta_config, all_reduce=self._all_reduce())
+        del proxies
+    else:
+        coefs, entropies = self._streaming_coefficients(out, adv, mask)
+    if ca == "token_selection":
+        weights = token_selection_weights(coefs.lam, mask, self.args.token_selection, self.args.token_selection_ratio,
+                                          self._delta_generator_for(coefs.lam.device), gather=self._gather())
+    else:
+        weights = coefs.weights
+    out["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * weights.to(adv.dtype)
+    self._log_coefficients(coefs, weights, mask, entropies, time.perf_counter() - t0)
+    return out
 
-    def _delta_generator_for(self, device):
-        if device.type == "cpu": return self._delta_generator
-        g = torch.Generator(device=device)
-        return g.manual_seed(int(torch.randint(0, 2**62, (1,), generator=self._delta_generator)))
+# %% ../nbs/03_trainer.ipynb #3adc24cb
+@patch
+def _compute_loss(self: DeltaGRPOTrainer, model, inputs):
+    "TRL's loss; for FIPO, on a copy of `inputs` whose advantages `_apply_fipo` re-weights."
+    if self.args.credit_assignment != "fipo" or not self.model.training:
+        return super(DeltaGRPOTrainer, self)._compute_loss(model, inputs)
+    inputs = dict(inputs)  # TRL reuses the buffered micro-batch: re-weight a copy only
+    self._fipo_inputs = inputs
+    try:
+        return super(DeltaGRPOTrainer, self)._compute_loss(model, inputs)
+    finally:
+        self._fipo_inputs = None
 
-    def _all_reduce(self):
-        if self.args.delta_statistics == "local" or self.accelerator.num_processes == 1: return None
-        return lambda t: self.accelerator.reduce(t, reduction="sum")
-
-    def _gather(self):
-        if self.args.delta_statistics == "local" or self.accelerator.num_processes == 1: return None
-        def gather(x):
-            pad = self.accelerator.pad_across_processes(x, dim=0, pad_index=float("nan"))
-            allv = self.accelerator.gather(pad)
-            return allv[~torch.isnan(allv)]
-        return gather
-
-    def _proxies(self, hidden, logps, completion_ids):
-        "Proxies (B, T, d) from captured final hidden states and the completion tokens' log-probs."
-        if self.args.delta_proxy == "lm_head":
-            return lm_head_proxy(hidden, logps)
-        W = output_embedding(self.model).weight
-        outs = []
-        for s in range(0, hidden.shape[0], 4):  # bound the (b, T, V) logits to 4 completions at a time
-            h = hidden[s:s + 4]
-            logits = h.to(W.dtype) @ W.T
-            outs.append(topk_hidden_proxy(logits, completion_ids[s:s + 4], W, self.args.delta_proxy_topk,
-                                          temperature=self.temperature))
-        return torch.cat(outs)
-
-    def _streaming_coefficients(self, out, adv, mask):
-        "proxy_cache='recompute': sweep forward passes of per_device_train_batch_size completions."
-        est = StreamingDeltaEstimator(self.args.delta_config, all_reduce=self._all_reduce(), variance="auto")
-        ids = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
-        attn = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
-        k, bs, entropies = out["completion_ids"].size(1), self.args.per_device_train_batch_size, []
-        while not est.done:
-            for s in range(0, ids.shape[0], bs):
-                cap = {}
-                self._capture = cap
-                try:
-                    with torch.no_grad():
-                        self._get_per_token_logps_and_entropies(self.model, ids[s:s + bs], attn[s:s + bs], k, bs)
-                finally:
-                    self._capture = None
-                if est.passes_done == 0: entropies.append(cap["entropies"])
-                est.update(self._proxies(cap["hidden"], cap["logps"], out["completion_ids"][s:s + bs]),
-                           adv[s:s + bs], mask[s:s + bs])
-            est.end_pass()
-        parts = est.result()
-        cat = lambda name: torch.cat([getattr(p, name) for p in parts])
-        c0 = parts[0]
-        coefs = DeltaCoefficients(weights=cat("weights"), lam=cat("lam"), scores=cat("scores"), margins=cat("margins"),
-                                  gamma=c0.gamma, centroids=c0.centroids, initial_centroids=c0.initial_centroids,
-                                  n_pos_tokens=c0.n_pos_tokens, n_neg_tokens=c0.n_neg_tokens,
-                                  n_valid_tokens=c0.n_valid_tokens)
-        return coefs, torch.cat(entropies)
-
-    def _zero_equal_reward_groups(self, out):
-        "Advantage exactly 0 for groups whose rewards are all equal (TRL can leave a float32 residue)."
-        r = self._rewards
-        if r is None or r.ndim != 2: return
-        n = self.num_generations if self.model.training else self.num_generations_eval
-        if r.shape[0] % n: return
-        g = r.view(-1, n, r.shape[1])
-        hi = torch.nan_to_num(g, nan=-math.inf).amax(1)
-        lo = torch.nan_to_num(g, nan=math.inf).amin(1)
-        spread = torch.where(torch.isfinite(hi) & torch.isfinite(lo), hi - lo, 0.0)
-        tol = 1e-6 * (1 + torch.nan_to_num(hi.abs(), posinf=0.0, neginf=0.0))
-        equal = (spread <= tol).all(1).repeat_interleave(n)  # every reward function constant within the group
-        B = out["advantages"].shape[0]
-        local = equal[self.accelerator.process_index * B:(self.accelerator.process_index + 1) * B].to(out["advantages"].device)
-        if local.any():
-            adv = out["advantages"]
-            out["advantages"] = torch.where(local.view(-1, *[1] * (adv.ndim - 1)), torch.zeros_like(adv), adv)
-
-    def _log_coefficients(self, coefs, weights, mask, entropies, seconds):
-        "Per-step diagnostics through TRL's metrics (reported with `report_to`)."
-        m = mask.bool()
-        metrics = self._metrics["train"]
-        lam = coefs.lam[m].double()
-        stats = torch.stack([lam.sum(), lam.square().sum(), torch.tensor(float(m.sum()), dtype=torch.float64, device=lam.device),
-                             (weights[m] > 1).sum().double()]).to(self.accelerator.device)
-        stats = self.accelerator.reduce(stats, reduction="sum")
-        n = max(float(stats[2]), 1.0)
-        mean = float(stats[0]) / n
-        metrics["delta/lam_mean"].append(mean)
-        metrics["delta/lam_std"].append(math.sqrt(max(float(stats[1]) / n - mean ** 2, 0.0)))
-        metrics["delta/frac_upweighted"].append(float(stats[3]) / n)
-        metrics["delta/gamma_pos"].append(float(coefs.gamma[0]))
-        metrics["delta/gamma_neg"].append(float(coefs.gamma[1]))
-        metrics["delta/n_pos_tokens"].append(float(coefs.n_pos_tokens))
-        metrics["delta/n_neg_tokens"].append(float(coefs.n_neg_tokens))
-        if entropies is not None and m.sum() > 1:
-            x, y = coefs.lam[m].double(), entropies[m].double()
-            cov = ((x - x.mean()) * (y - y.mean())).mean()
-            denom = x.std(unbiased=False) * y.std(unbiased=False)
-            metrics["delta/corr_lam_entropy"].append(float(cov / denom) if denom > 0 else 0.0)
-        metrics["delta/seconds"].append(seconds)
+@patch
+def _apply_fipo(self: DeltaGRPOTrainer, inputs, logps):
+    "Multiply `inputs['advantages']` by FIPO's future-KL weights of the current log-probs `logps` (B, T)."
+    old = inputs.get("old_per_token_logps")
+    if old is None: return  # on-policy micro-step: ratio 1, every FIPO weight is 1
+    mask = inputs["completion_mask"] * inputs["tool_mask"] if "tool_mask" in inputs else inputs["completion_mask"]
+    a = self.args
+    w = future_kl_weights(logps.detach() - old, mask, decay=a.fipo_decay, clip=a.fipo_clip,
+                          clip_high_only=a.fipo_clip_high_only, safety_ratio=a.fipo_safety_ratio, chunk=a.fipo_chunk)
+    adv = inputs["advantages"]
+    inputs["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * w.to(adv.dtype)
+    m = mask.bool()
+    self._metrics["train"]["fipo/weight_mean"].append(float(w[m].mean()) if m.any() else 1.0)

@@ -44,6 +44,19 @@ if command -v bwrap >/dev/null 2>&1 && ! bwrap --unshare-pid --unshare-net --ro-
    && ! bwrap --unshare-user --unshare-pid --unshare-net --ro-bind / / /bin/sh -c : >/dev/null 2>&1; then
   echo "[env] WARNING: bwrap cannot create namespaces here (unprivileged user namespaces off?): code rewards will refuse to run (README: code rewards)" >&2
 fi
+# The browser test of the static site (tests/test_site.py) opens the built pages in headless Chromium. test.sh asks
+# for it (DELTA_WANT_BROWSER=1); as root with apt it is installed here, otherwise that test is skipped with the reason.
+if [ "${DELTA_WANT_BROWSER:-0}" = 1 ] && ! { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; }; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[env] installing chromium and chromium-driver (the browser test of the static site; a few minutes)"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null 2>&1; }; } \
+      || echo "[env] WARNING: could not install chromium: the browser test of the site will be skipped" >&2
+  else
+    echo "[env] note: chromium and chromedriver are not installed: the browser test of the site will be skipped" \
+         "(e.g. sudo apt-get install chromium chromium-driver)" >&2
+  fi
+fi
 # shellcheck disable=SC1091
 source "$_venv/bin/activate"
 export PYTHONHASHSEED="${PYTHONHASHSEED:-0}" TOKENIZERS_PARALLELISM=false HF_HUB_DISABLE_TELEMETRY=1

@@ -1,6 +1,7 @@
-"""A deliberately plain DelTA reference: Python loops over tokens in float64, written line by line from
-PAPER.md section 3 (and the variants of section 4), sharing no code with `delta_repro.coefficients`.
-The library's vectorised, chunked, streaming implementation is tested against it."""
+"""A deliberately plain DelTA reference: Python loops over tokens in float64, written line by line from the paper
+(arXiv 2605.21467, Sec. 3.2 and App. F–H; the variants of Tables 2, 3 and 11; restated in `nbs/index.ipynb`),
+sharing no code with `delta_repro.coefficients`. The library's step-by-step in-memory estimator and its chunked,
+streaming engine are both tested against it."""
 import math
 
 import torch

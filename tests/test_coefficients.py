@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from delta_repro.coefficients import (DeltaConfig, StreamingDeltaEstimator, delta_coefficients,
-                                      random_coefficients)
+                                      plain_delta_coefficients, random_coefficients)
 from reference import reference_delta
 
 
@@ -374,6 +374,41 @@ def test_streaming_rejects_changed_or_missing_micro_batches():
         StreamingDeltaEstimator().result()
     with pytest.raises(ValueError, match="variance"):
         StreamingDeltaEstimator(variance="sometimes")
+
+
+# --- the plain in-memory estimator (the notebook's step-by-step version) -------------------------------------------
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "default")
+@pytest.mark.parametrize("seed", [0, 1])
+def test_plain_estimator_matches_reference(variant, seed):
+    P, A, M = make_batch(seed=seed + 30)
+    assert_matches_reference(plain_delta_coefficients(P, A, M, DeltaConfig(**variant)), reference_delta(P, A, M, **variant))
+
+
+def test_plain_estimator_per_token_padding_and_degenerate_batches():
+    P, A, M = make_batch(seed=33, per_token=True)
+    assert_matches_reference(plain_delta_coefficients(P, A, M), reference_delta(P, A, M))
+    P, A, M = make_batch(seed=34)
+    P2 = torch.where(M.bool()[..., None], P, float("nan"))  # garbage on padding is ignored
+    torch.testing.assert_close(plain_delta_coefficients(P2, A, M).weights, plain_delta_coefficients(P, A, M).weights)
+    assert torch.equal(plain_delta_coefficients(P, torch.zeros(len(A)), M).weights, M)  # no side: uniform weights
+    assert (plain_delta_coefficients(P, A, torch.zeros_like(M)).weights == 0).all()
+    assert plain_delta_coefficients(torch.zeros(0, 3, 4), torch.zeros(0), torch.zeros(0, 3)).weights.shape == (0, 3)
+    r = plain_delta_coefficients(P, A.abs() + 1, M)  # one side empty: its centroid is 0, nothing is NaN
+    assert r.n_neg_tokens == 0 and (r.centroids[1] == 0).all() and torch.isfinite(r.weights).all()
+
+
+@pytest.mark.parametrize("args, name", [
+    ((torch.randn(2, 3), torch.zeros(2), torch.ones(2, 3)), "proxies"),
+    ((torch.randn(2, 3, 4), torch.zeros(3), torch.ones(2, 3)), "advantages"),
+    ((torch.randn(2, 3, 4), torch.zeros(2), torch.full((2, 3), 0.5)), "mask"),
+    ((torch.randn(2, 3, 4), torch.tensor([1.0, float("nan")]), torch.ones(2, 3)), "advantages"),
+    ((torch.full((2, 3, 4), float("inf")), torch.tensor([1.0, -1.0]), torch.ones(2, 3)), "proxies"),
+])
+def test_plain_estimator_rejects_what_delta_coefficients_rejects(args, name):
+    with pytest.raises(ValueError, match=name):
+        plain_delta_coefficients(*args)
+    with pytest.raises(ValueError, match=name):
+        delta_coefficients(*args)
 
 
 # --- random control --------------------------------------------------------------------------------------------------
