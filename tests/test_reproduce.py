@@ -280,3 +280,11 @@ def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp
     assert meta["selected_step"] in (2, 4)  # ... but never the selected checkpoint
     events = list((tmp_path / "runs" / "tensorboard" / rid).glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0  # TRL's report_to: live curves under runs/<profile>/tensorboard
+
+
+@pytest.mark.parametrize("args, msg", [(["--lr", "2"], "--lr"), (["--steps", "0"], "--steps"),
+                                       (["--warm-start-steps", "0"], "--warm-start-steps"), (["--backbone", "gpt"], "--backbone")])
+def test_calibration_script_refuses_bad_arguments(args, msg):
+    import sys
+    res = subprocess.run([sys.executable, "scripts/calibrate.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and msg in res.stderr, res.stderr[-500:]
