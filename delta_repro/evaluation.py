@@ -179,7 +179,7 @@ def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None
     idx = df.groupby(["benchmark", "problem_id"])["sample"].rank(method="first").astype(int) - 1
     return [100 * float(df[(idx >= r * per) & (idx < (r + 1) * per)]["correct"].astype(float).mean()) for r in range(repeats)]
 
-# %% ../nbs/07_evaluation.ipynb #41c03766
+# %% ../nbs/07_evaluation.ipynb #f6297ebc
 def mean_ci(x, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float, float]:
     """(mean, low, high) of scores `x` with a percentile bootstrap interval (scipy.stats.bootstrap); one score gives
     (x, nan, nan) and identical scores a zero-width interval. Raises `ValueError` for empty or non-finite input."""
@@ -208,7 +208,7 @@ def difference_ci(a, b, confidence: float = 0.95, n_resamples: int = 9999, seed:
                         n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed), vectorized=True)
     return d, float(r.confidence_interval.low), float(r.confidence_interval.high)
 
-# %% ../nbs/07_evaluation.ipynb #36b13ff8
+# %% ../nbs/07_evaluation.ipynb #f440939c
 _MDE_CACHE: dict = {}
 
 def _detectable_shift(n_a: int, n_b: int, alpha: float, power: float, alternative: str, sims: int) -> float:

@@ -95,7 +95,7 @@ def run_scores(plan, artefact: str, runs_dir: str | Path, method: str, benchmark
     return repeated_accuracy(frames[0], repeats)
 
 
-# %% ../nbs/09_reporting.ipynb #c1aaee64
+# %% ../nbs/09_reporting.ipynb #3348e52e
 METRICS = {
     "final": "held-out accuracy of the selected checkpoint (question-weighted avg@k over the report benchmarks, %)",
     "auc": "area under the selection-set learning curve from the warm start (step 0) to the last step, divided "
@@ -146,7 +146,7 @@ def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: 
     return out
 
 
-# %% ../nbs/09_reporting.ipynb #52434a36
+# %% ../nbs/09_reporting.ipynb #6342250f
 def warm_start_dir(runs_dir: str | Path, backbone: str, task: str) -> Path:
     "Where the evaluation of a backbone's warm start (the policy every RL run of it starts from) is kept."
     return Path(runs_dir) / f"{backbone}__{task}__warm-start"
@@ -195,7 +195,7 @@ def learning_summary(plan, runs_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["backbone", "task", "method"]) if rows else pd.DataFrame()
 
 
-# %% ../nbs/09_reporting.ipynb #81a26af1
+# %% ../nbs/09_reporting.ipynb #9cc410ae
 def training_logs(plan, artefact: str, runs_dir: str | Path) -> pd.DataFrame:
     """Per (method, seed, step) of the finished runs of `artefact`: training reward, mean response length (tokens)
     and entropy (nats) from TRL's logs, one row per logged optimizer step. Raises `ValueError` for an unknown artefact."""
@@ -277,7 +277,7 @@ def reward_summary(logs: pd.DataFrame, share: float = 0.1) -> pd.DataFrame:
     out.insert(0, "seeds", per_seed.groupby("method", sort=False).size())
     return out
 
-# %% ../nbs/09_reporting.ipynb #d45f53de
+# %% ../nbs/09_reporting.ipynb #a3947173
 def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: str, paper_backbone: str | None = None,
                        ood: bool = False) -> pd.DataFrame:
     """One row per method of `artefact`: our held-out accuracy over seeds (mean, sd, seeds) and per benchmark; our
@@ -323,7 +323,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
     return df
 
 
-# %% ../nbs/09_reporting.ipynb #639e8121
+# %% ../nbs/09_reporting.ipynb #4dde2201
 REPORT_TABLES = {  # artefact -> (paper table, paper backbone, OOD sets only, title)
     "table1_main": ("table1_main", "Qwen3-8B-Base", False, "Table 1: main results"),
     "table2_within_side": ("table2_within_side", "Qwen3-8B-Base", False, "Table 2: within-side contrast"),
@@ -385,7 +385,7 @@ def plot_comparison(table: pd.DataFrame, title: str = ""):
     return fig
 
 
-# %% ../nbs/09_reporting.ipynb #bb192601
+# %% ../nbs/09_reporting.ipynb #22be56d5
 SETTINGS_KEYS = ("num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",
                  "learning_rate", "weight_decay", "max_grad_norm", "max_completion_length", "temperature", "top_p",
                  "epsilon", "epsilon_high", "delta", "beta", "loss_type", "scale_rewards", "max_steps")
@@ -489,7 +489,7 @@ def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
     return paths
 
 
-# %% ../nbs/09_reporting.ipynb #854c0cab
+# %% ../nbs/09_reporting.ipynb #394f7d29
 def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.05, power: float = 0.8) -> dict:
     """Test one claim between two score lists (e.g. one score per training seed) and report it with its uncertainty.
 
@@ -512,7 +512,7 @@ def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.0
                 mean_a=float(np.mean(a_scores)), mean_b=float(np.mean(b_scores)), n_a=s["n_a"], n_b=s["n_b"])
 
 
-# %% ../nbs/09_reporting.ipynb #018fcfdb
+# %% ../nbs/09_reporting.ipynb #37996fe7
 PAPER_CLAIMS = (  # (claim, (artefact, method) of side a, (artefact, method) of side b, relation); PAPER §6
     ("DelTA > DAPO", ("appK_significance", "DelTA"), ("appK_significance", "DAPO"), ">"),
     ("DelTA > within-side only", ("appK_significance", "DelTA"), ("table2_within_side", "Within-side only"), ">"),
@@ -604,7 +604,7 @@ def discriminative_tokens(table: pd.DataFrame, n: int = 6, min_count: int = 5) -
     return (f"Most up-weighted tokens (mean λ, count): {fmt(t.iloc[::-1].head(n))}. Most down-weighted: "
             f"{fmt(t.head(n))}.")
 
-# %% ../nbs/09_reporting.ipynb #159a2749
+# %% ../nbs/09_reporting.ipynb #1585aeb0
 def contrast_pair(batch: dict, strict: bool = True) -> tuple[int, int]:
     """(correct, wrong): indices of a rewarded and an unrewarded completion of the same prompt in a rollout batch
     (`rollout_batch_coefficients`), the pair sharing the most tokens at the same positions — the paper's picture of
