@@ -23,6 +23,8 @@ VLLM_PYTHON = Path(os.environ.get("DELTA_VLLM_PYTHON", ROOT / ".venv-vllm" / "bi
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
+    if os.environ.get("DELTA_SKIP_VLLM") == "1":
+        pytest.skip("DELTA_SKIP_VLLM=1: the vLLM tests were switched off")
     if not VLLM_PYTHON.exists():
         pytest.skip(f"the optional vLLM environment is absent ({VLLM_PYTHON}): `bash scripts/vllm_env.sh` creates it")
     out = tmp_path_factory.mktemp("vllm") / "report.json"
