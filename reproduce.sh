@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # The main job: regenerate every table and figure of the paper at the scale this machine allows.
 #
-#   bash reproduce.sh [--profile smoke|cpu|paper] [--only ARTEFACT ...] [--jobs N] [--dry-run | --reports-only]
+#   bash reproduce.sh [--profile smoke|cpu|gpu1|paper] [--only ARTEFACT ...] [--jobs N] [--dry-run | --reports-only]
 #
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
 #              cpu:   the default without a GPU: real RL that learns on offline tasks, ~3-4 h on 2 cores / 24 GB
-#              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees a GPU)
+#              gpu1:  Qwen3-0.6B-Base on MATH with vLLM, DelTA vs DAPO (3 seeds) and ablations, ~a day on one 80 GB GPU
+#                     (the default when nvidia-smi sees exactly one GPU)
+#              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees several GPUs)
 #   --only     restrict to some artefacts (e.g. --only table1_main fig2_dynamics): their runs and reports only
 #   --jobs     runs trained at a time, each with its share of the cores (default: 2 for cpu, 1 otherwise)
-#   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for paper); run nothing
+#   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for gpu1 and paper)
 #   --reports-only  train and evaluate nothing: regenerate the reports from the runs that exist (missing ones show as such)
 #
 # Creates or reuses .venv (scripts/env.sh). Runs train through nbs/experiments/train.ipynb and are evaluated through
-# nbs/experiments/evaluate.ipynb (papermill; for paper: scripts/train_run.py under accelerate), then one
+# nbs/experiments/evaluate.ipynb (papermill; for gpu1 and paper: scripts/train_run.py), then one
 # report notebook per artefact writes figures/<profile>/<artefact>.{png,pdf,md,tex,csv}. Executed notebooks are kept
 # under runs/<profile>/notebooks/. Interrupt it at any time and run it again: finished runs are skipped (never
 # overwritten), unfinished ones resume from their last checkpoint.
@@ -26,7 +28,7 @@ usage_error() { echo "reproduce.sh: $* (see --help)" >&2; exit 2; }
 profile=""; profile_set=0; dry_run=0; reports_only=0; only=(); jobs=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --profile) [ $# -ge 2 ] || usage_error "--profile needs smoke, cpu or paper"
+    --profile) [ $# -ge 2 ] || usage_error "--profile needs smoke, cpu, gpu1 or paper"
                profile="$2"; profile_set=1; shift 2 ;;
     --profile=*) profile="${1#*=}"; profile_set=1; shift ;;
     --only) shift; n=0
@@ -37,17 +39,18 @@ while [ $# -gt 0 ]; do
     --jobs=*) jobs="${1#*=}"; shift ;;
     --dry-run) dry_run=1; shift ;;
     --reports-only) reports_only=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
 done
 # an explicitly empty profile (--profile= or --profile "") is a mistake, not a request for the default
-[ "$profile_set" = 1 ] && [ -z "$profile" ] && usage_error "--profile needs smoke, cpu or paper, got an empty value"
+[ "$profile_set" = 1 ] && [ -z "$profile" ] && usage_error "--profile needs smoke, cpu, gpu1 or paper, got an empty value"
 [ "$dry_run" = 1 ] && [ "$reports_only" = 1 ] && usage_error "--dry-run and --reports-only cannot be combined (one runs nothing, the other writes reports)"
 if [ -z "$profile" ]; then
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then profile=paper; else profile=cpu; fi
+  n_gpus=0; command -v nvidia-smi >/dev/null 2>&1 && n_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  case "$n_gpus" in 0) profile=cpu ;; 1) profile=gpu1 ;; *) profile=paper ;; esac
 fi
-case "$profile" in smoke|cpu|paper) ;; *) echo "reproduce.sh: --profile must be smoke, cpu or paper, got '$profile'" >&2; exit 2 ;; esac
+case "$profile" in smoke|cpu|gpu1|paper) ;; *) echo "reproduce.sh: --profile must be smoke, cpu, gpu1 or paper, got '$profile'" >&2; exit 2 ;; esac
 # runs at a time: cpu trains two tiny runs side by side, one core each (a tiny model uses a second core poorly);
 # paper one (each run takes all 8 GPUs)
 [ -z "$jobs" ] && { [ "$profile" = cpu ] && jobs=2 || jobs=1; }
@@ -78,7 +81,7 @@ run_ids=(); arts=()
 for l in "${plan_lines[@]}"; do case "$l" in "RUN "*) run_ids+=("${l#RUN }") ;; "ART "*) arts+=("${l#ART }") ;; esac; done
 
 if [ "$dry_run" = 1 ]; then
-  gpus=""; [ "$profile" = paper ] && gpus=8
+  gpus=""; [ "$profile" = paper ] && gpus=8; [ "$profile" = gpu1 ] && gpus=1
   python -c "from delta_repro.experiments import load_plan, describe_plan; import sys; print(describe_plan(load_plan('configs/$profile.yaml'), '$runs', ${gpus:-None}))"
   echo "[reproduce] dry run: ${#run_ids[@]} runs and ${#arts[@]} reports would be executed; nothing was run."
   exit 0
@@ -112,6 +115,9 @@ run_chunk() {  # run_chunk NAME IDS: train then evaluate; writes its outcome and
   if [ "$profile" = paper ]; then
     accelerate launch --config_file configs/accelerate/deepspeed_zero3_1x8.yaml scripts/train_run.py \
       --profile paper --run-id "$ids" --runs-dir "$runs" || { echo "train:$ids" > "$status/$name.failed"; return; }
+  elif [ "$profile" = gpu1 ]; then  # one process; evaluation in a fresh one, after the colocated vLLM engine is gone
+    python scripts/train_run.py --profile gpu1 --run-id "$ids" --runs-dir "$runs" --no-eval || { echo "train:$ids" > "$status/$name.failed"; return; }
+    python scripts/train_run.py --profile gpu1 --run-id "$ids" --runs-dir "$runs" --eval-only || { echo "eval:$ids" > "$status/$name.failed"; return; }
   else
     pm train.ipynb "$nbout/train/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || { echo "train:$name" > "$status/$name.failed"; return; }
     pm evaluate.ipynb "$nbout/evaluate/$name.ipynb" -p run_ids "$ids" -p runs_dir "$runs" || { echo "eval:$name" > "$status/$name.failed"; return; }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite. Creates or reuses .venv with the pinned requirements, checks that the generated package
 # delta_repro/ is in sync with the notebooks, runs the notebooks' own tests (nbdev-test), then pytest.
-# Then it runs the smoke profile of reproduce.sh (the tests check its artefacts; DELTA_SKIP_SMOKE=1 skips it).
+# Then it runs the smoke profile of reproduce.sh (the tests check its artefacts; DELTA_SKIP_SMOKE=1 skips it), and
+# creates or reuses the optional vLLM environment .venv-vllm for tests/test_vllm.py (DELTA_SKIP_VLLM=1 skips it; the
+# test then skips, saying so). CI runs both.
 # Extra arguments go to pytest, e.g. `bash test.sh -k coefficients`.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -27,6 +29,14 @@ if [ "${DELTA_SKIP_SMOKE:-0}" != 1 ]; then
   echo "[test] the smoke profile of reproduce.sh (every artefact from tiny models; about 10 minutes)"
   bash reproduce.sh --profile smoke
   export DELTA_SMOKE_RAN=1
+fi
+
+if [ "${DELTA_SKIP_VLLM:-0}" != 1 ]; then
+  # vLLM's CPU build beside the pinned stack (scripts/vllm_env.sh): ~4 GB, ~4 min the first time on this 2-core
+  # machine with pip's cache warm, seconds afterwards; tests/test_vllm.py then takes ~75 s.
+  echo "[test] the optional vLLM environment .venv-vllm (DELTA_SKIP_VLLM=1 skips it and tests/test_vllm.py)"
+  bash scripts/vllm_env.sh
+  export DELTA_VLLM_PYTHON="${DELTA_VLLM_VENV:-$PWD/.venv-vllm}/bin/python"
 fi
 
 echo "[test] pytest"

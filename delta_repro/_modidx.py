@@ -83,6 +83,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                   'delta_repro.data.load_gpqa_diamond': ('data.html#load_gpqa_diamond', 'delta_repro/data.py'),
                                   'delta_repro.data.load_humaneval_plus': ('data.html#load_humaneval_plus', 'delta_repro/data.py'),
                                   'delta_repro.data.load_livecodebench': ('data.html#load_livecodebench', 'delta_repro/data.py'),
+                                  'delta_repro.data.load_math500': ('data.html#load_math500', 'delta_repro/data.py'),
+                                  'delta_repro.data.load_math_train': ('data.html#load_math_train', 'delta_repro/data.py'),
                                   'delta_repro.data.load_mbpp_plus': ('data.html#load_mbpp_plus', 'delta_repro/data.py'),
                                   'delta_repro.data.load_mmlu_pro_subset': ('data.html#load_mmlu_pro_subset', 'delta_repro/data.py'),
                                   'delta_repro.data.load_table': ('data.html#load_table', 'delta_repro/data.py'),

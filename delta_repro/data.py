@@ -6,9 +6,9 @@ offline suites that stand in for them on a CPU machine."""
 # %% auto #0
 __all__ = ['MATH_INSTRUCTION', 'CHOICE_INSTRUCTION', 'CODE_INSTRUCTION', 'load_aime26', 'load_hmmt25_feb', 'load_hmmt25_nov',
            'load_hmmt26_feb', 'load_brumo25', 'LETTERS', 'make_prompt', 'load_table', 'load_deepmath', 'load_aime24',
-           'load_aime25', 'load_gpqa_diamond', 'load_mmlu_pro_subset', 'load_humaneval_plus', 'load_mbpp_plus',
-           'load_livecodebench', 'load_eurus2_code', 'chain_of_thought', 'reasoning_gym_suite', 'champ_suite',
-           'offline_code_suite']
+           'load_aime25', 'load_math_train', 'load_math500', 'load_gpqa_diamond', 'load_mmlu_pro_subset',
+           'load_humaneval_plus', 'load_mbpp_plus', 'load_livecodebench', 'load_eurus2_code', 'chain_of_thought',
+           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite']
 
 # %% ../nbs/05_data.ipynb #cc62f94b
 import hashlib
@@ -97,6 +97,28 @@ load_hmmt25_feb = _matharena("MathArena/hmmt_feb_2025", "HMMT25-Feb")
 load_hmmt25_nov = _matharena("MathArena/hmmt_nov_2025", "HMMT25-Nov")
 load_hmmt26_feb = _matharena("MathArena/hmmt_feb_2026", "HMMT26-Feb")
 load_brumo25 = _matharena("MathArena/brumo_2025", "Brumo25")
+
+# %% ../nbs/05_data.ipynb #b7e2d913
+def load_math_train(source=None, template="base") -> Dataset:
+    """The MATH training set, 7,500 competition problems (DigitalLearningGmbH/MATH-lighteval, split train: problem,
+    level, solution, type). The answer is the last `\\boxed{}` of the reference solution; the rare solutions
+    without one are left out. Raises `ValueError` if `problem` or `solution` is missing, or no row is usable."""
+    from delta_repro.rewards import extract_boxed
+    name, default = "MATH-train", "DigitalLearningGmbH/MATH-lighteval"
+    raw = load_table(source or default, None, "train")
+    missing = {"problem", "solution"} - set(raw.column_names)
+    if missing: raise ValueError(f"{name}: columns {sorted(missing)} missing in {source or default} (have {raw.column_names})")
+    rows = []
+    for i, r in enumerate(raw):
+        answer = extract_boxed(str(r["solution"] or ""))
+        if r["problem"] is None or answer is None or not answer.strip(): continue
+        rows.append(dict(prompt=make_prompt(str(r["problem"]), template=template), question=str(r["problem"]),
+                         answer=answer.strip(), source=name, problem_id=f"{name}-{i}"))
+    return _finish(rows, name)
+
+def load_math500(source=None, template="base") -> Dataset:
+    "MATH-500, 500 problems of MATH's test split (HuggingFaceH4/MATH-500, split test: problem, solution, answer, subject, level, unique_id)."
+    return _math(source, "HuggingFaceH4/MATH-500", "MATH-500", pid="unique_id", split="test", template=template)
 
 # %% ../nbs/05_data.ipynb #ba2ec393
 LETTERS = "ABCDEFGHIJ"

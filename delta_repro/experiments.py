@@ -163,14 +163,16 @@ def build_backbone(plan: Plan, backbone: str, task: str):
     from delta_repro import models
     spec = dict(plan.raw["backbones"][backbone])
     kind, ws = spec.pop("kind"), dict(spec.pop("warm_start", None) or {})
-    for key in ("trainer", "evaluation", "template"): spec.pop(key, None)  # read by run_settings / prompt_template
+    for key in ("trainer", "evaluation", "template", "params_b", "step_seconds", "eval_hours"):
+        spec.pop(key, None)  # read by run_settings / prompt_template / estimate_gpu_hours
     template = prompt_template(plan, backbone)
     # only the training suite: the tokenizer corpus and the warm-start data (evaluation sets are not needed here)
     train = build_suite(plan.raw["tasks"][task]["train"], template) if kind == "tiny" or ws else None
     if kind == "smollm2":
         model, tok = models.load_smollm2()
-    elif kind == "hub":
-        model, tok = models.load_model(spec["id"])
+    elif kind == "hub":  # `dtype` (e.g. float32: master weights for bf16-autocast training on one GPU); default: load_model's
+        import torch
+        model, tok = models.load_model(spec["id"], **({"dtype": getattr(torch, spec["dtype"])} if "dtype" in spec else {}))
     elif kind == "tiny":
         tok = models.train_bpe_tokenizer(list(train["prompt"]) + list(train["solution"]),
                                          vocab_size=spec.pop("vocab_size", 512))
@@ -361,11 +363,17 @@ def prompt_template(plan: Plan, backbone: str) -> str:
 PAPER_STEP_SECONDS_8B = 363.0  # 37 s / 0.102 (App. L.1), first step of Qwen3-8B-Base on 8 x B200
 
 def estimate_gpu_hours(plan: Plan, gpus: int = 8) -> dict:
-    "{run_id: estimated GPU-hours} from the backbone's `params_b` (billions) and the run's steps."
+    """{run_id: estimated GPU-hours} of training and evaluating each run on `gpus` GPUs. A backbone with `step_seconds`
+    (wall-clock seconds of one optimizer step on the profile's hardware) and `eval_hours` (evaluating one run) is
+    costed from them; otherwise from its `params_b` (billions), scaled from the paper's first step of the 8B model
+    (training only)."""
     out = {}
     for rid, run in plan.runs.items():
-        size = float(plan.raw["backbones"][run.backbone].get("params_b", 8.0))
-        out[rid] = run.steps * PAPER_STEP_SECONDS_8B * size / 8.0 * gpus / 3600
+        spec = plan.raw["backbones"][run.backbone]
+        if "step_seconds" in spec:
+            out[rid] = (run.steps * float(spec["step_seconds"]) / 3600 + float(spec.get("eval_hours", 0.0))) * gpus
+        else:
+            out[rid] = run.steps * PAPER_STEP_SECONDS_8B * float(spec.get("params_b", 8.0)) / 8.0 * gpus / 3600
     return out
 
 # %% ../nbs/08_experiments.ipynb #4d83c19a
@@ -389,10 +397,14 @@ def describe_plan(plan: Plan, runs_dir: str | Path, gpus: int | None = None) -> 
              f"({sum(s['trained'] for s in st)} trained, {sum(s['evaluated'] for s in st)} evaluated)"]
     for s in st:
         flag = "done" if s["evaluated"] else ("trained" if s["trained"] else "pending")
-        extra = f"  ~{hours[s['run_id']]:.0f} GPU-h" if hours else ""
+        h = hours.get(s["run_id"], 0.0)
+        extra = f"  ~{h:.{1 if h < 10 else 0}f} GPU-h" if hours else ""
         lines.append(f"  [{flag:7}] {s['run_id']}  ({s['steps']} steps; {', '.join(s['artefacts'])}){extra}")
-    if hours: lines.append(f"  total ~{sum(hours.values()):.0f} GPU-hours on {gpus} GPUs per run (rough: scaled from the "
-                           f"paper's 363 s first step of the 8B model; evaluation not included)")
+    if hours:
+        own = all("step_seconds" in plan.raw["backbones"][plan.runs[r].backbone] for r in hours)
+        basis = ("the plan's step_seconds per optimizer step and eval_hours per run" if own else
+                 "rough: scaled from the paper's 363 s first step of the 8B model; evaluation not included")
+        lines.append(f"  total ~{sum(hours.values()):.0f} GPU-hours on {gpus} GPU{'s' if gpus > 1 else ''} per run ({basis})")
     return "\n".join(lines)
 
 # %% ../nbs/08_experiments.ipynb #59f04379

@@ -3,7 +3,9 @@
     accelerate launch --config_file configs/accelerate/deepspeed_zero3_1x8.yaml scripts/train_run.py \
         --profile paper --run-id "Qwen3-8B-Base__deepmath__DelTA__s0"
 
-`reproduce.sh --profile paper` calls it this way for every run; the cpu and smoke profiles use the notebooks.
+`reproduce.sh --profile paper` calls it this way for every run; `--profile gpu1` runs it as one process, training with
+--no-eval and then evaluating with --eval-only in a fresh process (the colocated vLLM engine of training still holds
+its share of the GPU until the process ends). The cpu and smoke profiles use the notebooks.
 """
 import argparse
 from pathlib import Path
@@ -18,13 +20,16 @@ def main():
     ap.add_argument("--profile", default="paper")
     ap.add_argument("--run-id", required=True)
     ap.add_argument("--runs-dir", default=None, help="default: runs/<profile>/runs")
-    ap.add_argument("--no-eval", action="store_true")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--no-eval", action="store_true", help="train only")
+    mode.add_argument("--eval-only", action="store_true", help="evaluate a trained run only")
     a = ap.parse_args()
     plan = load_plan(ROOT / "configs" / f"{a.profile}.yaml")
     if a.run_id not in plan.runs:
         raise SystemExit(f"--run-id {a.run_id!r} is not in the {a.profile} plan; known: {sorted(plan.runs)[:5]}...")
     runs_dir = a.runs_dir or ROOT / "runs" / a.profile / "runs"
-    train_run(plan, a.run_id, runs_dir)
+    if not a.eval_only:
+        train_run(plan, a.run_id, runs_dir)
     if not a.no_eval:
         import torch.distributed as dist
         if not dist.is_initialized() or dist.get_rank() == 0:
