@@ -360,7 +360,7 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     spec = plan.artefact(artefact)
     ref = next(c for c in table.columns if c.startswith("ours Δ vs ")).removeprefix("ours Δ vs ")
     bench = report_benchmarks(plan, spec["task"], ood)
-    seeds = sorted(set(table["seeds"].astype(int)))
+    seeds = sorted(set(table["seeds"].astype(int)) - {0}) or [0]
     caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy "
                f"(%, question-weighted avg@k over {', '.join(bench)}), mean and sd over {'/'.join(map(str, seeds))} "
                f"training seeds, and the difference from {ref} with its 95 % bootstrap interval over seeds. Paper: "
@@ -596,7 +596,10 @@ def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER
                 b = run_scores(plan, art_b, runs_dir, m_b, report_benchmarks(plan, plan.artefact(art_b)["task"]), repeats, by="repeats", seed=0)
                 row = {**claim(name, a, b, rel, alpha), "evidence": f"{repeats} repeated evaluations of seed 0"}
         rows.append(row)
-    return pd.DataFrame(rows).set_index("claim")
+    out = pd.DataFrame(rows).set_index("claim")
+    for col in ("n_a", "n_b"):  # counts stay integers beside the rows without a test
+        if col in out: out[col] = out[col].astype("Int64")
+    return out
 
 
 # %% ../nbs/09_reporting.ipynb #8077a0bf
@@ -683,7 +686,7 @@ def discriminative_tokens(table: pd.DataFrame, n: int = 6, min_count: int = 5) -
     `min_count` times in a `token_weight_table` — what the caption of Fig. 5 says about the policy's batch."""
     t = table[table["count"] >= min_count].sort_values("lam")
     if t.empty: return f"No token occurs {min_count} times or more in the batch."
-    fmt = lambda part: ", ".join(f"'{tok}' ({r.lam:.3f}, n={r['count']})" for tok, r in part.iterrows())
+    fmt = lambda part: ", ".join(f"“{tok}” ({r['lam']:.3f}, n={int(r['count'])})" for tok, r in part.iterrows())
     return (f"Most up-weighted tokens (mean λ, count): {fmt(t.iloc[::-1].head(n))}. Most down-weighted: "
             f"{fmt(t.head(n))}.")
 
