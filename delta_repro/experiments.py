@@ -220,8 +220,10 @@ class SelectionCallback(TrainerCallback):
 
     def _accuracy(self, model) -> float:
         from delta_repro.evaluation import evaluate, summarize
+        # the policy being trained lives in this process: a vLLM engine built from `model.name_or_path` would load
+        # the starting checkpoint from disk or the hub, not these weights, so selection always samples in-process
         res = evaluate(model, self.tok, {"select": self.ds}, k=self.k, max_new_tokens=self.max_new_tokens,
-                       seed=self.seed, progress=False)
+                       seed=self.seed, engine="transformers", progress=False)
         return float(summarize(res).loc["select", "accuracy"])
 
     def on_train_begin(self, args, state, control, model=None, **kw):

@@ -288,3 +288,17 @@ def test_calibration_script_refuses_bad_arguments(args, msg):
     import sys
     res = subprocess.run([sys.executable, "scripts/calibrate.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and msg in res.stderr, res.stderr[-500:]
+
+
+def test_checkpoint_selection_samples_the_weights_being_trained(monkeypatch, tmp_path):
+    # with vLLM installed, engine="auto" would build an engine from model.name_or_path: the starting checkpoint
+    import delta_repro.evaluation as ev
+    from delta_repro.experiments import SelectionCallback
+    seen = {}
+    def fake_evaluate(model, tok, benchmarks, **kw):
+        seen.update(kw)
+        return pd.DataFrame({"benchmark": ["select"], "problem_id": ["p"], "sample": [0], "correct": [True],
+                             "parseable": [True], "length": [1], "completion": ["x"]})
+    monkeypatch.setattr(ev, "evaluate", fake_evaluate)
+    cb = SelectionCallback(None, None, tmp_path / "best", every=1, k=1, max_new_tokens=4, seed=0)
+    assert cb._accuracy(object()) == 100.0 and seen["engine"] == "transformers"
