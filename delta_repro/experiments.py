@@ -309,10 +309,21 @@ def _cuda() -> bool:
     return torch.cuda.is_available()
 
 # %% ../nbs/08_experiments.ipynb #b3c98e34
+def _avg_at_k(model, tok, evals: dict, e: dict, seed: int, run_id: str, method: str):
+    """avg@k of a policy on `evals` with the evaluation settings `e` (`eval_settings`) and the sampling seed of
+    training seed `seed`, tagged with run_id, method and seed: one path for runs and warm starts, so both are
+    evaluated exactly alike."""
+    from delta_repro.evaluation import evaluate
+    res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
+                   top_p=float(e.get("top_p", 0.7)), max_new_tokens=int(e["max_new_tokens"]),
+                   batch_size=int(e.get("batch_size", 32)), seed=1234 + seed, progress=False)
+    for i, (col, v) in enumerate((("run_id", run_id), ("method", method), ("seed", seed))): res.insert(i, col, v)
+    return res
+
 def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     """Evaluate the selected checkpoint of a finished run on its task's evaluation sets (and OOD sets when an
     artefact needs them) with the profile's avg@k settings; writes `eval.csv` once and returns its path."""
-    from delta_repro.evaluation import evaluate, save_results
+    from delta_repro.evaluation import save_results
     from delta_repro.models import load_model
     run = plan.runs[run_id]
     out = Path(out_root) / run_id
@@ -322,13 +333,7 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     model, tok = load_model(str(out / "best"))
     template = prompt_template(plan, run.backbone)
     _, evals, _ = task_sets(plan, run.task, template, ood=run_id in plan.ood_runs)
-    e = eval_settings(plan, run)
-    res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
-                   top_p=float(e.get("top_p", 0.7)), max_new_tokens=int(e["max_new_tokens"]),
-                   batch_size=int(e.get("batch_size", 32)), seed=1234 + run.seed, progress=False)
-    res.insert(0, "run_id", run_id)
-    res.insert(1, "method", run.method)
-    res.insert(2, "seed", run.seed)
+    res = _avg_at_k(model, tok, evals, eval_settings(plan, run), run.seed, run_id=run_id, method=run.method)
     return save_results(res, path)
 
 def evaluate_warm_start(plan: Plan, backbone: str, task: str, out_root: str | Path) -> Path:
@@ -336,18 +341,15 @@ def evaluate_warm_start(plan: Plan, backbone: str, task: str, out_root: str | Pa
     is evaluated (the task's evaluation and OOD sets, the backbone's avg@k settings, the sampling seed of training seed 0);
     writes `<out_root>/<backbone>__<task>__warm-start/eval.csv` once and returns its path. The difference from it is
     what RL added (`reporting.learning_summary`). Raises `ValueError` for a backbone or task not in the plan."""
-    from delta_repro.evaluation import evaluate, save_results
+    from delta_repro.evaluation import save_results
     if backbone not in plan.raw["backbones"]: raise ValueError(f"backbone: {backbone!r} is not in the plan")
     if task not in plan.raw["tasks"]: raise ValueError(f"task: {task!r} is not in the plan")
     path = Path(out_root) / f"{backbone}__{task}__warm-start" / "eval.csv"
     if path.exists(): return path
     model, tok, template = build_backbone(plan, backbone, task)
     _, evals, _ = task_sets(plan, task, template, ood=True)  # OOD sets too: Table 12 compares with them
-    e = eval_settings(plan, Run("DAPO", backbone, task, 0, 1))
-    res = evaluate(model, tok, evals, k=int(e["k"]), temperature=float(e.get("temperature", 1.0)),
-                   top_p=float(e.get("top_p", 0.7)), max_new_tokens=int(e["max_new_tokens"]),
-                   batch_size=int(e.get("batch_size", 32)), seed=1234, progress=False)
-    for i, (col, v) in enumerate((("run_id", path.parent.name), ("method", "warm start"), ("seed", 0))): res.insert(i, col, v)
+    res = _avg_at_k(model, tok, evals, eval_settings(plan, Run("DAPO", backbone, task, 0, 1)), 0,
+                    run_id=path.parent.name, method="warm start")
     return save_results(res, path)
 
 def evaluate_warm_starts(plan: Plan, runs_dir: str | Path) -> list[Path]:

@@ -316,11 +316,9 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
         s = list(scores[m].values())
         row = {"method": m, "ours": np.mean(s) if s else np.nan, "sd": np.std(s, ddof=1) if len(s) > 1 else np.nan,
                "seeds": len(s)}
-        per = [load_results(Path(runs_dir) / r / "eval.csv") for r in method_runs(plan, artefact, m)
-               if plan.runs[r].seed in scores[m]]
-        for b in bench:
-            vals = [100 * f[f["benchmark"] == b]["correct"].mean() for f in per]
-            row[b] = np.mean(vals) if vals else np.nan
+        paths = [Path(runs_dir) / r / "eval.csv" for r in method_runs(plan, artefact, m) if plan.runs[r].seed in scores[m]]
+        per_benchmark = method_summary(paths, bench).iloc[0] if paths else {}
+        row.update({b: per_benchmark.get(b, np.nan) for b in bench})
         r = list(scores[ref].values())
         d = difference_ci(s, r) if m != ref and len(s) >= 2 and len(r) >= 2 else (np.nan,) * 3
         row.update({f"ours Δ vs {ref}": (np.mean(s) - np.mean(r)) if s and r and m != ref else (0.0 if m == ref and s else np.nan),
