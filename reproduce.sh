@@ -82,7 +82,12 @@ for l in "${plan_lines[@]}"; do case "$l" in "RUN "*) run_ids+=("${l#RUN }") ;; 
 
 if [ "$dry_run" = 1 ]; then
   gpus=""; [ "$profile" = paper ] && gpus=8; [ "$profile" = gpu1 ] && gpus=1
-  python -c "from delta_repro.experiments import load_plan, describe_plan; import sys; print(describe_plan(load_plan('configs/$profile.yaml'), '$runs', ${gpus:-None}))"
+  # the overlap of every held-out set with the training data; hub data sets stand in as the test fixtures offline
+  python -c "
+from pathlib import Path
+from delta_repro.experiments import FIXTURE_FILES, describe_plan, hub_reachable, load_plan
+fixtures = None if hub_reachable() else {k: Path('tests/fixtures') / v for k, v in FIXTURE_FILES.items()}
+print(describe_plan(load_plan('configs/$profile.yaml'), '$runs', ${gpus:-None}, overlap=True, fixtures=fixtures))"
   echo "[reproduce] dry run: ${#run_ids[@]} runs and ${#arts[@]} reports would be executed; nothing was run."
   exit 0
 fi

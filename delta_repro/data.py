@@ -5,10 +5,11 @@ offline suites that stand in for them on a CPU machine."""
 
 # %% auto #0
 __all__ = ['MATH_INSTRUCTION', 'CHOICE_INSTRUCTION', 'CODE_INSTRUCTION', 'load_aime26', 'load_hmmt25_feb', 'load_hmmt25_nov',
-           'load_hmmt26_feb', 'load_brumo25', 'LETTERS', 'make_prompt', 'load_table', 'load_deepmath', 'load_aime24',
-           'load_aime25', 'load_math_train', 'load_math500', 'load_gpqa_diamond', 'load_mmlu_pro_subset',
+           'load_hmmt26_feb', 'load_brumo25', 'LETTERS', 'SPLITS', 'make_prompt', 'load_table', 'load_deepmath',
+           'load_aime24', 'load_aime25', 'load_math_train', 'load_math500', 'load_gpqa_diamond', 'load_mmlu_pro_subset',
            'load_humaneval_plus', 'load_mbpp_plus', 'load_livecodebench', 'load_eurus2_code', 'chain_of_thought',
-           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite']
+           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite', 'problem_key', 'split_of', 'overlap_table',
+           'assert_disjoint']
 
 # %% ../nbs/05_data.ipynb #cc62f94b
 import hashlib
@@ -225,23 +226,38 @@ def chain_of_thought(question: str) -> str | None:
     return ", ".join(steps) + f", so \\boxed{{{total}}}"
 
 def reasoning_gym_suite(name: str = "chain_sum", size: int = 256, seed: int = 0, template: str = "base",
-                        solution: str = "boxed", prompt_style: str = "instruction", **generator_config) -> Dataset:
+                        solution: str = "boxed", prompt_style: str = "instruction", split: str | None = None,
+                        **generator_config) -> Dataset:
     """`size` problems from a reasoning-gym generator (e.g. chain_sum, basic_arithmetic, gsm_symbolic), deterministic
     in `seed`. Extra keyword arguments go to the generator's config (e.g. `min_terms`, `max_terms`).
 
     `solution` sets the reference completion used by the supervised warm start: "boxed" (just "\\boxed{answer}")
     or "cot" (the worked chain of `chain_of_thought`; chain_sum only). `prompt_style` "instruction" is the question
     followed by the paper's instruction (`make_prompt`); "expression" is only the arithmetic chain ("6 + 5 - 1 ="),
-    three times cheaper per step for a tiny model that learns the format in its warm start. Raises `ValueError`
-    for an unknown generator, option, or a "cot"/"expression" request on a question that is not a +/- chain."""
+    three times cheaper per step for a tiny model that learns the format in its warm start.
+
+    `split` ("train", "select" or "eval"; see `split_of`) keeps only the problems whose hash falls in that split,
+    drawing further items from the generator until `size` are found, and in "select"/"eval" keeps each problem once.
+    reasoning-gym builds item *i* from `Random(seed + i)`, so two sets with different seeds share items whenever their
+    index ranges overlap (seed 1000, item 0 is seed 0, item 1000): only a split by the problem itself makes sets
+    disjoint. Raises `ValueError` for an unknown generator, option or split, a "cot"/"expression" request on a
+    question that is not a +/- chain, or a split the generator cannot fill."""
     import reasoning_gym
     if solution not in ("boxed", "cot"): raise ValueError(f"solution must be 'boxed' or 'cot', got {solution!r}")
     if prompt_style not in ("instruction", "expression"):
         raise ValueError(f"prompt_style must be 'instruction' or 'expression', got {prompt_style!r}")
-    try: gen = reasoning_gym.create_dataset(name, size=size, seed=seed, **generator_config)
+    if split is not None and split not in SPLITS: raise ValueError(f"split must be one of {sorted(SPLITS)} or None, got {split!r}")
+    draws = size if split is None else 50 * size + 1000  # "select" holds 5 % of the problems: ~20 draws per item
+    try: gen = reasoning_gym.create_dataset(name, size=draws, seed=seed, **generator_config)
     except Exception as e: raise ValueError(f"name: reasoning-gym cannot build {name!r} with {generator_config}: {e}") from e
-    rows = []
-    for i, x in enumerate(gen):
+    rows, seen = [], set()
+    for i in range(draws):
+        if len(rows) == size: break
+        x = gen[i]
+        if split is not None:
+            key = problem_key(x["question"])
+            if split_of(key) != split or (split != "train" and key in seen): continue
+            seen.add(key)
         q, ref = x["question"], f"\\boxed{{{x['answer']}}}"
         if solution == "cot" or prompt_style == "expression":
             m = _CHAIN.search(q)
@@ -253,6 +269,9 @@ def reasoning_gym_suite(name: str = "chain_sum", size: int = 256, seed: int = 0,
         if template not in ("base", "chat"): raise ValueError(f"template must be 'base' or 'chat', got {template!r}")
         rows.append(dict(prompt=prompt, question=q, answer=str(x["answer"]), source=f"rg/{name}",
                          problem_id=f"{name}-{seed}-{i}", solution=ref))
+    if len(rows) < size:
+        raise ValueError(f"size: {name} with {generator_config} gave only {len(rows)} distinct problems of split {split!r} "
+                         f"in {draws} draws; ask for fewer")
     return _finish(rows, f"rg/{name}")
 
 _NUMERIC = r"^-?\d+(?:\.\d+)?(?:/\d+)?$"
@@ -273,32 +292,88 @@ def champ_suite(template: str = "base") -> Dataset:
                          problem_id=pid))
     return _finish(rows, "CHAMP")
 
-_CODE_TASKS = [  # (problem text, tests, reference solution), each a template in a, b, c
+_CODE_TASKS = [  # (problem text, tests, reference solution), each a template in a, b, c; every template uses a and
+    # b, so the suite holds 4 x 28 x 51 = 5,712 distinct problems (enough for disjoint splits of a few hundred)
     ("Write a Python function `f(x)` that returns {a} * x + {b}.",
      lambda a, b, c: [f"assert f({x}) == {a * x + b}" for x in (0, 1, -3, 7)],
      "def f(x):\n    return {a} * x + {b}"),
-    ("Write a Python function `f(xs)` that returns the sum of the elements of the list `xs` greater than {a}.",
-     lambda a, b, c: [f"assert f({xs}) == {sum(v for v in xs if v > a)}" for xs in ([a - 1, a, a + 1, a + 5], [], [b, a + b])],
-     "def f(xs):\n    return sum(v for v in xs if v > {a})"),
-    ("Write a Python function `f(s)` that returns the string `s` repeated {a} times, separated by '{c}'.",
-     lambda a, b, c: [f"assert f({s!r}) == {c.join([s] * a)!r}" for s in ("ab", "", "xyz")],
-     "def f(s):\n    return '{c}'.join([s] * {a})"),
-    ("Write a Python function `f(n)` that returns how many integers in 1..n are multiples of {a}.",
-     lambda a, b, c: [f"assert f({n}) == {n // a}" for n in (0, a, 10 * a + b % a, 97)],
-     "def f(n):\n    return n // {a}"),
+    ("Write a Python function `f(xs)` that returns the sum of the elements of the list `xs` greater than {a}, plus {b}.",
+     lambda a, b, c: [f"assert f({xs}) == {sum(v for v in xs if v > a) + b}" for xs in ([a - 1, a, a + 1, a + 5], [], [b, a + b])],
+     "def f(xs):\n    return sum(v for v in xs if v > {a}) + {b}"),
+    ("Write a Python function `f(s)` that returns the string `s` repeated {a} times, separated by '{c}', followed by '{b}'.",
+     lambda a, b, c: [f"assert f({s!r}) == {c.join([s] * a) + str(b)!r}" for s in ("ab", "", "xyz")],
+     "def f(s):\n    return '{c}'.join([s] * {a}) + '{b}'"),
+    ("Write a Python function `f(n)` that returns how many integers in {b}..n are multiples of {a}.",
+     lambda a, b, c: [f"assert f({n}) == {sum(1 for v in range(b, n + 1) if v % a == 0)}" for n in (0, b, b + 10 * a + 1, 97)],
+     "def f(n):\n    return sum(1 for v in range({b}, n + 1) if v % {a} == 0)"),
 ]
 
-def offline_code_suite(size: int = 64, seed: int = 0, template: str = "base") -> Dataset:
+def offline_code_suite(size: int = 64, seed: int = 0, template: str = "base", split: str | None = None) -> Dataset:
     """Generated function-writing problems with unit tests (functional mode), deterministic in `seed`; the column
-    `solution` holds a reference completion (used by the supervised warm start, never by the reward)."""
+    `solution` holds a reference completion (used by the supervised warm start, never by the reward). `split` as in
+    `reasoning_gym_suite`: only problems of that split, each once outside "train". Raises `ValueError` for an unknown
+    split or one the generator cannot fill."""
+    if split is not None and split not in SPLITS: raise ValueError(f"split must be one of {sorted(SPLITS)} or None, got {split!r}")
     rng = random.Random(seed)
-    rows = []
-    for i in range(size):
+    rows, seen = [], set()
+    for i in range(size if split is None else 50 * size + 1000):
+        if len(rows) == size: break
         text, tests, solution = _CODE_TASKS[i % len(_CODE_TASKS)]
-        a, b = rng.randint(2, 9), rng.randint(0, 20)
+        a, b = rng.randint(2, 29), rng.randint(0, 50)
         c = "-" if b % 2 else "+"
         q = text.format(a=a, b=b, c=c)
+        if split is not None:
+            key = problem_key(q)
+            if split_of(key) != split or (split != "train" and key in seen): continue
+            seen.add(key)
         rows.append(dict(prompt=make_prompt(q, CODE_INSTRUCTION, template), question=q, answer="", source="code/gen",
                          problem_id=f"code-{seed}-{i}", tests=tests(a, b, c), test_mode="functional",
                          solution="```python\n" + solution.format(a=a, b=b, c=c) + "\n```"))
+    if len(rows) < size: raise ValueError(f"size: only {len(rows)} distinct code problems of split {split!r}; ask for fewer")
     return _finish(rows, "code/gen")
+
+# %% ../nbs/05_data.ipynb #a1d15b02
+SPLITS = {"train": (0.0, 0.80), "select": (0.80, 0.85), "eval": (0.85, 1.0)}  # shares of the hash range [0, 1)
+
+def problem_key(text: str) -> str:
+    """The identity of a problem for overlap checks: for a question ending in a +/- chain, the chain without spaces
+    ("6+5-1+7="); otherwise the text lower-cased with runs of whitespace collapsed. Raises `ValueError` unless `text`
+    is a str."""
+    if not isinstance(text, str): raise ValueError(f"text must be a str, got {type(text).__name__}")
+    m = _CHAIN.search(text)
+    return re.sub(r"\s+", "", m.group(0)) if m else " ".join(text.lower().split())
+
+def split_of(key: str) -> str:
+    "The split (a key of `SPLITS`) of a problem key: from the first 8 bytes of its SHA-256, uniform on [0, 1)."
+    u = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+    return next(name for name, (lo, hi) in SPLITS.items() if lo <= u < hi)
+
+def _keys(ds) -> list[str]:
+    col = "question" if "question" in ds.column_names else "prompt"
+    return [problem_key(q if isinstance(q, str) else q[-1]["content"]) for q in ds[col]]
+
+def overlap_table(seen: dict, held: dict):
+    """How many problems of each held-out set (name -> Dataset: selection, evaluation, out of domain) occur in a set
+    seen in training (name -> Dataset: RL prompts, warm-start data), compared by `problem_key` (normalised text; for
+    arithmetic, the expression). A `pandas.DataFrame` with one row per (held-out set, seen set): `problems` (held-out
+    size), `overlap` (held-out problems found in the seen set) and `overlap_pct`; held-out sets are also checked
+    against each other (a selection problem must not be reported either)."""
+    import pandas as pd
+    seen_keys = {n: set(_keys(d)) for n, d in seen.items()}
+    held_keys = {n: _keys(d) for n, d in held.items()}
+    rows = []
+    for h, keys in held_keys.items():
+        against = list(seen_keys.items()) + [(o, set(k)) for o, k in held_keys.items() if o != h]
+        for s, sk in against:
+            n = sum(k in sk for k in keys)
+            rows.append(dict(held_out=h, seen=s, problems=len(keys), overlap=n, overlap_pct=100 * n / max(1, len(keys))))
+    return pd.DataFrame(rows, columns=["held_out", "seen", "problems", "overlap", "overlap_pct"])
+
+def assert_disjoint(seen: dict, held: dict) -> None:
+    """Raise `ValueError` naming every pair of sets that share problems (`overlap_table`), e.g. "chain_sum-heldout:
+    256 of 256 problems occur in train"; return None when all are disjoint."""
+    t = overlap_table(seen, held)
+    bad = t[t["overlap"] > 0]
+    if len(bad):
+        raise ValueError("held-out sets overlap the data seen in training (or each other): " + "; ".join(
+            f"{r.held_out}: {r.overlap} of {r.problems} problems occur in {r.seen}" for r in bad.itertuples()))

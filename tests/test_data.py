@@ -99,3 +99,46 @@ def test_offline_suites_reproducible_and_solvable():
     assert code_reward(["def f(*a): return None"] * 12, code["tests"]) == [0.0] * 12
     with pytest.raises(ValueError, match="name"):
         data.reasoning_gym_suite("no_such_generator", 2)
+
+
+CHAIN = dict(min_terms=3, max_terms=5, min_digits=1, max_digits=1, prompt_style="expression")
+
+
+def test_seeds_alone_collide_and_the_split_scheme_does_not():
+    # reasoning-gym item i is Random(seed + i): held-out seed 1000 is training items 1000, 1001, ... of seed 0
+    train = data.reasoning_gym_suite("chain_sum", 1100, seed=0, **CHAIN)
+    old = data.reasoning_gym_suite("chain_sum", 32, seed=1000, **CHAIN)
+    assert data.overlap_table({"train": train}, {"heldout": old})["overlap"].item() == 32
+    with pytest.raises(ValueError, match=r"heldout: 32 of 32 problems occur in train"):
+        data.assert_disjoint({"train": train}, {"heldout": old})
+    # the same seeds with splits: disjoint, distinct held-out problems, deterministic
+    train = data.reasoning_gym_suite("chain_sum", 4000, seed=0, split="train", **CHAIN)
+    held = {s: data.reasoning_gym_suite("chain_sum", n, seed=0, split=s, **CHAIN) for s, n in [("select", 64), ("eval", 256)]}
+    assert data.overlap_table({"train": train}, held)["overlap"].sum() == 0
+    data.assert_disjoint({"train": train}, held)
+    assert len(set(held["eval"]["question"])) == 256
+    assert held["eval"]["question"] == data.reasoning_gym_suite("chain_sum", 256, seed=0, split="eval", **CHAIN)["question"]
+    assert all(data.split_of(data.problem_key(q)) == "train" for q in train["question"])
+    # the 3-term chains (4,000 possible) are where a seed scheme collides by chance; every split still holds them
+    assert any(q.count(" ") == 5 for q in held["eval"]["question"])  # "6 + 5 - 1 ="
+
+
+def test_problem_key_normalises_text_and_expressions():
+    assert data.problem_key("State the answer: 6 + 5 - 1 =") == data.problem_key("6+5-1 =") == "6+5-1="
+    assert data.problem_key("  What   IS this?\n") == "what is this?"
+    assert data.split_of("6+5-1=") in data.SPLITS
+    with pytest.raises(ValueError, match="text"):
+        data.problem_key(None)
+    with pytest.raises(ValueError, match="split"):
+        data.reasoning_gym_suite("chain_sum", 4, split="test")
+    with pytest.raises(ValueError, match="size"):  # 3-term one-digit chains: 600 in "eval", fewer than asked
+        data.reasoning_gym_suite("chain_sum", 1000, split="eval", min_terms=2, max_terms=2, min_digits=1, max_digits=1)
+
+
+def test_code_suite_splits_are_disjoint_and_solvable():
+    train, held = data.offline_code_suite(512, split="train"), data.offline_code_suite(64, split="eval")
+    assert data.overlap_table({"train": train}, {"code": held})["overlap"].item() == 0
+    assert len(set(held["question"])) == 64
+    assert code_reward(held["solution"], held["tests"]) == [1.0] * 64
+    # the old scheme repeated problems across seeds
+    assert data.overlap_table({"t": data.offline_code_suite(512, seed=0)}, {"e": data.offline_code_suite(64, seed=1000)})["overlap"].item() > 0

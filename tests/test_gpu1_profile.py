@@ -97,16 +97,17 @@ def _tiny_gpu1_plan(tmp_path):
     tok.save_pretrained(model_dir)
     (name,) = raw["backbones"]
     raw["backbones"][name].update(id=str(model_dir))
-    # 16 training problems in MATH's schema (MATH-lighteval): enough for a rollout batch of 4 distinct prompts
+    # 400 problems in MATH's schema (MATH-lighteval), split by hash as gpu1 splits MATH's training set: ~320 for
+    # training, ~20 for the selection probe (it takes 2)
     train = tmp_path / "math_train.jsonl"
     train.write_text("\n".join(json.dumps({"problem": f"What is ${a} + {b}$?", "level": "Level 1", "type": "Prealgebra",
-                                           "solution": f"${a} + {b} = \\boxed{{{a + b}}}$."}) for a, b in PAIRS[:16]))
+                                           "solution": f"${a} + {b} = \\boxed{{{a + b}}}$."}) for a in range(20) for b in range(20)))
     fixtures = {"load_math_train": train, "load_math500": FIX / "math500.jsonl", "load_aime24": FIX / "aime_2024.jsonl",
                 "load_aime25": FIX / "aime25.jsonl"}
     task = raw["tasks"]["math"]
     for spec in [task["train"], *task["eval"].values()]:
         spec["source"] = str(fixtures[spec["loader"]])
-    task["eval"]["MATH-train-64"]["limit"] = 2
+    task["eval"]["MATH-select-64"]["limit"] = 2
     raw["steps"] = 2
     raw["trainer"].update(use_vllm=False, bf16=False, per_device_train_batch_size=4, num_generations=4,
                           gradient_accumulation_steps=1, steps_per_generation=4, max_completion_length=12,
@@ -131,6 +132,6 @@ def test_gpu1_code_path_runs_at_tiny_size_on_cpu(tmp_path, monkeypatch):
     assert any("delta/lam_mean" in l for l in log)
     assert any("rewards/soft_overlong_punishment_reward/mean" in l for l in log)  # DAPO's overlong penalty is a reward
     res = pd.read_csv(evaluate_run(plan, rid, tmp_path / "runs"))
-    assert set(res["benchmark"]) == {"MATH-train-64", "MATH-500", "AIME24", "AIME25"}
+    assert set(res["benchmark"]) == {"MATH-select-64", "MATH-500", "AIME24", "AIME25"}
     assert res.groupby("benchmark")["problem_id"].nunique().to_dict() == {"AIME24": 2, "AIME25": 2, "MATH-500": 2,
-                                                                           "MATH-train-64": 2}
+                                                                           "MATH-select-64": 2}

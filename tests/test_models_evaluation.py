@@ -151,3 +151,34 @@ def test_significance_is_a_permutation_test_that_survives_ties():
     assert significance([1, 1], [1, 1], "two-sided")["p"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="finite"): significance([1, float("nan"), 3], [1, 2, 3])
     with pytest.raises(ValueError, match="alternative"): significance([1, 2], [3, 4], "bigger")
+
+
+@pytest.mark.parametrize("text, gold, want", [
+    ("6+5=11, so \\boxed{11}", "11", True),
+    ("6+5=11, so the answer is 11.", "11", True),   # unreadable to the verifier, right all the same
+    ("Answer: -3", "-3", True),
+    ("\\boxed{34/2}", "17", True),
+    ("6+5=11, 11-1=10", "10", False),              # cut off: a running total is not a final answer
+    ("\\boxed{11} but the answer is 12.", "11", False),  # the last stated answer counts
+    ("", "0", False),
+])
+def test_answer_correct_reads_every_answer_form(text, gold, want):
+    from delta_repro.evaluation import answer_correct
+    assert answer_correct(text, gold) is want
+
+
+def test_evaluate_reports_strict_and_lenient_and_the_direct_mix():
+    import pandas as pd
+    from delta_repro.evaluation import primary_accuracy, summarize
+    from delta_repro.experiments import mix_direct_answers
+    res = pd.DataFrame({"benchmark": ["a"] * 4, "problem_id": [0, 0, 1, 1], "correct": [1, 0, 0, 0], "lenient": [1, 1, 1, 0]})
+    s = summarize(res)
+    assert s.loc["a", "accuracy"] == 25 and s.loc["a", "lenient_accuracy"] == 75 and primary_accuracy(s)["a"] == 75
+    from datasets import Dataset
+    ds = Dataset.from_list([{"solution": f"1+{i}={i + 1}, so \\boxed{{{i + 1}}}", "answer": str(i + 1)} for i in range(100)])
+    mixed = mix_direct_answers(ds, 0.5)
+    direct = [s == f"\\boxed{{{a}}}" for s, a in zip(mixed["solution"], mixed["answer"])]
+    assert sum(direct) == 50 and mixed["solution"] == mix_direct_answers(ds, 0.5)["solution"]
+    assert mix_direct_answers(ds, 0.0)["solution"] == ds["solution"]
+    with pytest.raises(ValueError, match="direct_answer_share"):
+        mix_direct_answers(ds, 1.5)

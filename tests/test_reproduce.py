@@ -302,3 +302,29 @@ def test_checkpoint_selection_samples_the_weights_being_trained(monkeypatch, tmp
     monkeypatch.setattr(ev, "evaluate", fake_evaluate)
     cb = SelectionCallback(None, None, tmp_path / "best", every=1, k=1, max_new_tokens=4, seed=0)
     assert cb._accuracy(object()) == 100.0 and seen["engine"] == "transformers"
+
+
+@pytest.mark.parametrize("profile", ["smoke", "cpu", "gpu1", "paper"])
+def test_every_profile_has_disjoint_sets(profile):
+    from delta_repro.experiments import FIXTURE_FILES, plan_overlap
+    plan = load_plan(ROOT / "configs" / f"{profile}.yaml")
+    t = plan_overlap(plan, fixtures={k: ROOT / "tests" / "fixtures" / v for k, v in FIXTURE_FILES.items()})
+    assert not t["note"].str.startswith("not built").any(), t
+    compared = t.dropna(subset=["overlap"])
+    assert len(compared) and compared["overlap"].sum() == 0, compared[compared["overlap"] > 0]
+    if profile in ("smoke", "cpu"):  # generated sets: every pair compared, with their full sizes
+        assert compared["problems"].min() >= 4 and len(compared) == len(t)
+
+
+def test_train_run_refuses_a_plan_whose_sets_overlap(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    # a held-out set drawn from the training split, as a plan might by mistake
+    raw["tasks"]["math"]["eval"]["chain_sum-heldout"] = {**raw["tasks"]["math"]["train"], "size": 8, "split": "train"}
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(p)
+    rid = plan.artefact_runs["table1_main"][0]
+    with pytest.raises(ValueError, match=r"chain_sum-heldout: 8 of 8 problems occur in train"):
+        train_run(plan, rid, tmp_path / "runs")
+    assert not (tmp_path / "runs" / rid / "DONE").exists() and not (tmp_path / "cache").exists()  # refused before any work
