@@ -5,7 +5,7 @@ trainer (Sec. 4, App. I–J, Table 5)."""
 
 # %% auto #0
 __all__ = ['CREDIT_ASSIGNMENTS', 'PROXY_CACHES', 'PAPER_PROMPTS', 'PAPER_ROLLOUTS', 'PAPER_UPDATES', 'METHODS', 'DeltaGRPOConfig',
-           'paper_config', 'overlong_penalty', 'DeltaGRPOTrainer']
+           'paper_config', 'overlong_penalty', 'DeltaGRPOTrainer', 'credit_diagnostics']
 
 # %% ../nbs/03_trainer.ipynb #24d0df98
 import itertools
@@ -382,6 +382,57 @@ def _log_coefficients(self: DeltaGRPOTrainer, coefs, weights, mask, entropies, s
         metrics["delta/corr_lam_entropy"].append(float(cov / denom) if denom > 0 else 0.0)
     metrics["delta/seconds"].append(seconds)
 
+# %% ../nbs/03_trainer.ipynb #ba17738c
+def credit_diagnostics(
+    advantages: torch.Tensor,  # (B,) or (B, T): Â per completion or per token, exactly 0 for tied groups
+    weights: torch.Tensor | None,  # (B, T) the per-token multiplier applied to Â (λ̄, selection weights); None: unknown
+    mask: torch.Tensor,  # (B, T) 0/1: valid completion tokens
+    selected: torch.Tensor | None = None,  # (B, T) bool: tokens a token selection keeps
+    reduce_sum=None,  # callable summing a float64 tensor over data-parallel processes (None: one process)
+    gather=None,  # callable concatenating a 1-D tensor over processes (None: one process)
+) -> dict[str, float]:
+    """The step-size confound of a token-credit method on one rollout batch: `zero_adv_share` (share of valid tokens
+    with Â = 0), and with `weights`: `step_multiplier` (mean weight over valid tokens with Â ≠ 0 — the factor by which
+    the DAPO token-mean gradient is scaled), `weight_min`, `weight_max` (over the same tokens); with `selected`:
+    `selected_zero_adv_share`. A quantity without tokens to average (e.g. no Â ≠ 0 token) is NaN. Every process must
+    call it (the sums are reduced). Raises `ValueError` for shapes that do not match `mask`."""
+    if mask.ndim != 2: raise ValueError(f"mask must be (B, T), got shape {tuple(mask.shape)}")
+    if advantages.shape not in (mask.shape[:1], mask.shape):
+        raise ValueError(f"advantages must be (B,) or (B, T) with (B, T) = {tuple(mask.shape)}, got {tuple(advantages.shape)}")
+    for name, t in (("weights", weights), ("selected", selected)):
+        if t is not None and t.shape != mask.shape:
+            raise ValueError(f"{name} must have the mask's shape {tuple(mask.shape)}, got {tuple(t.shape)}")
+    m = mask.bool()
+    adv = advantages[:, None].expand(mask.shape) if advantages.ndim == 1 else advantages
+    zero, live = m & (adv == 0), m & (adv != 0)
+    f64 = lambda x: torch.as_tensor(x, dtype=torch.float64, device=mask.device)
+    w = weights.double() if weights is not None else torch.ones(mask.shape, dtype=torch.float64, device=mask.device)
+    sel = selected.bool() & m if selected is not None else torch.zeros_like(m)
+    sums = torch.stack([f64(m.sum()), f64(zero.sum()), f64(live.sum()), w[live].sum(), f64(sel.sum()),
+                        f64((sel & zero).sum())])
+    sums = reduce_sum(sums) if reduce_sum is not None else sums
+    ext = torch.stack([-w[live].min() if live.any() else f64(-math.inf), w[live].max() if live.any() else f64(-math.inf)])
+    ext = gather(ext).view(-1, 2).amax(0) if gather is not None else ext
+    n, n_zero, n_live, w_live, n_sel, n_sel_zero = (float(v) for v in sums)
+    ratio = lambda a, b: a / b if b > 0 else math.nan
+    out = {"zero_adv_share": ratio(n_zero, n)}
+    if weights is not None:
+        out.update(step_multiplier=ratio(w_live, n_live), weight_min=-float(ext[0]) if n_live else math.nan,
+                   weight_max=float(ext[1]) if n_live else math.nan)
+    if selected is not None: out["selected_zero_adv_share"] = ratio(n_sel_zero, n_sel)
+    return out
+
+@patch
+def _log_credit(self: DeltaGRPOTrainer, advantages, weights, mask, selected=None):
+    "Log `credit_diagnostics` of one generation batch as TRL metrics `credit/*` (NaN values are not logged)."
+    acc = self.accelerator
+    many = acc.num_processes > 1
+    d = credit_diagnostics(advantages, weights, mask, selected,
+                           reduce_sum=(lambda t: acc.reduce(t.to(acc.device), reduction="sum")) if many else None,
+                           gather=(lambda t: acc.gather(t.to(acc.device))) if many else None)
+    for k, v in d.items():
+        if math.isfinite(v): self._metrics["train"][f"credit/{k}"].append(v)
+
 # %% ../nbs/03_trainer.ipynb #bc367c16
 @patch
 def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
@@ -396,10 +447,13 @@ def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
     finally:
         self._capture = None
     self._zero_equal_reward_groups(out)
-    if not train or ca in ("none", "fipo"):
+    if not train: return out
+    mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
+    if ca in ("none", "fipo"):  # token weight 1 unless FIPO or an entropy mask re-weights inside the loss
+        plain = ca == "none" and self.args.top_entropy_quantile >= 1.0
+        self._log_credit(out["advantages"], torch.ones_like(mask, dtype=torch.float32) if plain else None, mask)
         return out
     t0 = time.perf_counter()
-    mask = out["completion_mask"] * out["tool_mask"] if "tool_mask" in out else out["completion_mask"]
     adv = out["advantages"]
     entropies = None
     if ca == "random":
@@ -435,6 +489,7 @@ def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
         weights = coefs.weights
     out["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * weights.to(adv.dtype)
     self._log_coefficients(coefs, weights, mask, entropies, time.perf_counter() - t0)
+    self._log_credit(adv, weights, mask, (weights > 0) if ca == "token_selection" else None)
     return out
 
 # %% ../nbs/03_trainer.ipynb #3adc24cb

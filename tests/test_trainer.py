@@ -287,3 +287,19 @@ def test_five_step_run_per_method(make_trainer, method):
                 assert key in first, key
     if method == "FIPO":
         assert any("fipo/weight_mean" in l for l in tr.state.log_history)
+
+
+@pytest.mark.parametrize("method", ["DAPO", "DelTA", "Bottom-50%"])
+def test_every_rollout_batch_logs_the_step_size_diagnostics(make_trainer, method):
+    from delta_repro.trainer import credit_diagnostics
+    tr = make_trainer(**METHODS[method])
+    _, out = generation_batch(tr)
+    _, plain = generation_batch(make_trainer(credit_assignment="none"))  # same seed: the same Â (B,)
+    logged = {k.removeprefix("credit/"): v[-1] for k, v in tr._metrics["train"].items() if k.startswith("credit/")}
+    mask = out["completion_mask"]
+    w = out["advantages"] / plain["advantages"][:, None] if out["advantages"].ndim == 2 else torch.ones_like(mask)
+    w = torch.where(plain["advantages"][:, None] != 0, w, 0.0)  # the weight where Â != 0 (Â·w / Â)
+    expect = credit_diagnostics(plain["advantages"], w.double(), mask, (w > 0) if method == "Bottom-50%" else None)
+    assert logged["zero_adv_share"] == pytest.approx(expect["zero_adv_share"]) and "step_multiplier" in logged
+    assert logged["step_multiplier"] == pytest.approx(expect["step_multiplier"], rel=1e-5)
+    assert ("selected_zero_adv_share" in logged) == (method == "Bottom-50%")
