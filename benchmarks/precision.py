@@ -8,9 +8,10 @@ direction added with the sign of the completion's advantage, so the two centroid
 Three estimates of the normalised weights λ̄ (Eq. 7) are compared:
   * `f64`:  float64 proxies;
   * `q64`:  the same values rounded to bf16, held in float64 (exact arithmetic on bf16 data);
-  * `bf16`: the bf16 tensor itself (what the trainer passes: float32 chunk products, float64 accumulation).
+  * `bf16`: the bf16 tensor itself (what the trainer passes: float32 products of the bf16 values, float64 sums).
 `bf16 vs q64` is the error of the estimator's own arithmetic; `q64 vs f64` is the error of storing proxies in bf16.
-Prints max and mean |Δλ̄|, the share of tokens with |Δλ̄| > 1e-3, and the relative change of γ±.
+Prints max and mean |Δλ̄|, the share of tokens with |Δλ̄| > 1e-3, and the relative change of γ±, and whether the
+estimator's arithmetic keeps λ̄ within 1e-4 of exact float64 arithmetic on the same values (`bf16 vs q64`).
 """
 import argparse
 import json
@@ -74,6 +75,9 @@ def main():
                       ("bf16 vs f64 (total)", "total")]:
         c = out[key]
         print(f"{name:>22} {c['max_abs']:>10.2e} {c['mean_abs']:>11.2e} {c['share_over_1e3']:>8.2%} {c['gamma_rel']:>9.1e}")
+    ok = out["arithmetic"]["max_abs"] <= 1e-4
+    print(f"estimator arithmetic: max |Δλ̄| {out['arithmetic']['max_abs']:.2e} against float64 on the same values "
+          f"({'within' if ok else 'NOT within'} 1e-4)")
     if a.json:
         with open(a.json, "x") as f:
             json.dump(out, f, indent=1)

@@ -10,7 +10,12 @@ __all__ = ['POS', 'NEG', 'token_advantages', 'sides', 'centroids', 'margins', 't
            'delta_coefficients', 'random_coefficients']
 
 # %% ../nbs/01_coefficients.ipynb #1a0d8b13
+import functools
+import hashlib
 import math
+import os
+import platform
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -70,7 +75,7 @@ def scores(margins: torch.Tensor, side: torch.Tensor, gamma: torch.Tensor, assig
     """Scores α (shape of `margins`): σ(Δ/γ_side) with `gamma` (2,) (soft, Eq. 5–6) or 1[Δ > 0] ("hard", the
     γ → 0 limit); 0 where side is −1."""
     if assignment == "hard": alpha = (margins > 0).to(margins.dtype)
-    else: alpha = torch.sigmoid(margins / gamma[side.clamp(min=0)])
+    else: alpha = torch.sigmoid(margins / torch.where(side == NEG, gamma[NEG], gamma[POS]))
     return torch.where(side >= 0, alpha, 0.0)
 
 # %% ../nbs/01_coefficients.ipynb #0b6b4011
@@ -245,26 +250,250 @@ def plain_delta_coefficients(
                              centroids=f32(mu), initial_centroids=f32(mu0), n_pos_tokens=int((side == POS).sum()),
                              n_neg_tokens=int((side == NEG).sum()), n_valid_tokens=int(valid.sum()))
 
-# %% ../nbs/01_coefficients.ipynb #db761cca
-def _side_sums(x, coef, side):
-    "Σ coef·v per side (2, d) and Σ coef per side (2,), float64: the numerator and denominator of `centroids`."
-    C = torch.stack([torch.where(side == POS, coef, 0.0), torch.where(side == NEG, coef, 0.0)], 1)
-    return (C.T.float() @ x.float()).to(coef.dtype), C.sum(0)
+# %% ../nbs/01_coefficients.ipynb #5e0ac8fb
+_KERNEL_SRC = r"""#include <torch/extension.h>
+#include <ATen/Parallel.h>
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <vector>
 
-def _side_moments(delta, side):
-    "[[n, ΣΔ, ΣΔ²] per side] (2, 3) float64: unweighted moments of the margins, enough for `temperature`."
-    out = []
-    for s in (POS, NEG):
-        d = delta[side == s]
-        out.append(torch.stack([torch.tensor(float(d.numel()), dtype=delta.dtype, device=delta.device),
-                                d.sum(), d.square().sum()]))
-    return torch.stack(out)
+namespace {
+inline float widen(uint16_t h) { uint32_t u = uint32_t(h) << 16; float f; std::memcpy(&f, &u, sizeof f); return f; }
+
+// Calls task(t) for t = 0..n_tasks-1 on torch's intra-op threads; a free thread takes the next task, so a thread
+// the OS pauses (a loaded machine) delays one task, not a fixed half of the work.
+template <class Worker> void dynamic_for(int64_t n_tasks, Worker worker) {
+  std::atomic<int64_t> next{0};
+  const int64_t n_threads = std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), n_tasks));
+  at::parallel_for(0, n_threads, 1, [&](int64_t, int64_t) { worker(next, n_tasks); });
+}
+
+void check_rows(const torch::Tensor& x) {
+  TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == at::kBFloat16 && x.dim() == 2 && x.stride(1) == 1,
+              "x must be a CPU bfloat16 (n, d) tensor with contiguous rows");
+}
+
+// Four rows side by side (four memory streams), 64 columns per step (four 16-lane float32 accumulators per row).
+constexpr int kDotRows = 4, kDotCols = 64, kDotTask = 64;
+}  // namespace
+
+// y (n,) float32 = x (n, d) bf16 · w (d,) float32, each product widened to float32 and summed in float32.
+torch::Tensor dot_rows(torch::Tensor x, torch::Tensor w) {
+  check_rows(x);
+  TORCH_CHECK(w.scalar_type() == at::kFloat && w.dim() == 1 && w.is_contiguous() && w.size(0) == x.size(1),
+              "w must be a contiguous float32 (d,) tensor");
+  const int64_t n = x.size(0), d = x.size(1), ld = x.stride(0), dv = d - d % kDotCols;
+  auto y = torch::empty({n}, w.options());
+  if (n == 0) return y;
+  const uint16_t* X = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  const float* W = w.data_ptr<float>();
+  float* Y = y.data_ptr<float>();
+  const int64_t rows_per_task = kDotRows * kDotTask;
+  dynamic_for((n + rows_per_task - 1) / rows_per_task, [&](std::atomic<int64_t>& next, int64_t n_tasks) {
+    for (int64_t t; (t = next.fetch_add(1)) < n_tasks;) {
+      for (int64_t i0 = t * rows_per_task; i0 < std::min(n, (t + 1) * rows_per_task); i0 += kDotRows) {
+        const uint16_t* row[kDotRows];
+        for (int q = 0; q < kDotRows; q++) row[q] = X + std::min(i0 + q, n - 1) * ld;  // past the end: a repeat, dropped
+        float acc[kDotRows][kDotCols] = {};
+        for (int64_t j = 0; j < dv; j += kDotCols)
+          for (int q = 0; q < kDotRows; q++) {
+#pragma omp simd
+            for (int l = 0; l < kDotCols; l++) acc[q][l] += widen(row[q][j + l]) * W[j + l];
+          }
+        for (int q = 0; q < kDotRows && i0 + q < n; q++) {
+          float s = 0.f;
+          for (int l = 0; l < kDotCols; l++) s += acc[q][l];
+          for (int64_t j = dv; j < d; j++) s += widen(row[q][j]) * W[j];
+          Y[i0 + q] = s;
+        }
+      }
+    }
+  });
+  return y;
+}
+
+namespace {
+// Eight rows side by side, 32 columns per step; float32 sums over a block of 256 rows, then float64. Row i adds
+// coef[i]·x_i to sum 0 if code[i] == 0 (positive side), to sum 1 if code[i] == 1 (negative side), and with M = 3
+// x_i to sum 2 if code[i] <= 2 (a valid token); mass[k] adds up the coefficients used for sum k.
+constexpr int kSumRows = 8, kSumCols = 32, kSumBlock = 256;
+
+inline float coefficient(int k, int8_t code, float coef) {
+  return k < 2 ? (code == k ? coef : 0.f) : (code <= 2 ? 1.f : 0.f);
+}
+
+template <int M> void side_sums_m(const uint16_t* X, int64_t n, int64_t d, int64_t ld, const int8_t* code,
+                                  const float* coef, double* out, double* mass) {
+  const int64_t dv = d - d % kSumCols;
+  std::mutex merge;
+  dynamic_for((n + kSumBlock - 1) / kSumBlock, [&](std::atomic<int64_t>& next, int64_t n_tasks) {
+    std::vector<float> acc(M * d);
+    std::vector<double> total(M * d, 0.0), total_mass(M, 0.0);
+    bool worked = false;
+    for (int64_t t; (t = next.fetch_add(1)) < n_tasks;) {
+      worked = true;
+      std::fill(acc.begin(), acc.end(), 0.f);
+      const int64_t s = t * kSumBlock, e = std::min(n, s + kSumBlock);
+      int64_t i = s;
+      for (; i + kSumRows <= e; i += kSumRows) {
+        float c[M][kSumRows];
+        for (int k = 0; k < M; k++)
+          for (int q = 0; q < kSumRows; q++) {
+            c[k][q] = coefficient(k, code[i + q], coef[i + q]);
+            total_mass[k] += c[k][q];
+          }
+        const uint16_t* r = X + i * ld;
+        for (int64_t j = 0; j < dv; j += kSumCols) {
+          float xv[kSumRows][kSumCols];
+          for (int q = 0; q < kSumRows; q++) {
+#pragma omp simd
+            for (int l = 0; l < kSumCols; l++) xv[q][l] = widen(r[q * ld + j + l]);
+          }
+          for (int k = 0; k < M; k++) {
+            float* a = acc.data() + k * d + j;
+#pragma omp simd
+            for (int l = 0; l < kSumCols; l++) {
+              float v = a[l];
+              for (int q = 0; q < kSumRows; q++) v += c[k][q] * xv[q][l];
+              a[l] = v;
+            }
+          }
+        }
+        for (int64_t j = dv; j < d; j++)
+          for (int k = 0; k < M; k++) {
+            float v = acc[k * d + j];
+            for (int q = 0; q < kSumRows; q++) v += c[k][q] * widen(r[q * ld + j]);
+            acc[k * d + j] = v;
+          }
+      }
+      for (; i < e; i++) {
+        const uint16_t* r = X + i * ld;
+        for (int k = 0; k < M; k++) {
+          const float ck = coefficient(k, code[i], coef[i]);
+          total_mass[k] += ck;
+          float* a = acc.data() + k * d;
+#pragma omp simd
+          for (int64_t j = 0; j < d; j++) a[j] += ck * widen(r[j]);
+        }
+      }
+      for (int64_t q = 0; q < M * d; q++) total[q] += acc[q];
+    }
+    if (worked) {
+      std::lock_guard<std::mutex> lock(merge);
+      for (int64_t q = 0; q < M * d; q++) out[q] += total[q];
+      for (int k = 0; k < M; k++) mass[k] += total_mass[k];
+    }
+  });
+}
+}  // namespace
+
+// (sums (M, d) float64, mass (M,) float64) of rows x (n, d) bf16 by token code (n,) int8 and coefficient (n,)
+// float32; M = 3 with_valid, else 2. A NaN/inf in x reaches every sum of its column, whatever the coefficient.
+std::tuple<torch::Tensor, torch::Tensor> side_sums(torch::Tensor x, torch::Tensor code, torch::Tensor coef,
+                                                   bool with_valid) {
+  check_rows(x);
+  const int64_t n = x.size(0), d = x.size(1), ld = x.stride(0), m = with_valid ? 3 : 2;
+  TORCH_CHECK(code.scalar_type() == at::kChar && code.dim() == 1 && code.is_contiguous() && code.size(0) == n,
+              "code must be a contiguous int8 (n,) tensor");
+  TORCH_CHECK(coef.scalar_type() == at::kFloat && coef.dim() == 1 && coef.is_contiguous() && coef.size(0) == n,
+              "coef must be a contiguous float32 (n,) tensor");
+  auto out = torch::zeros({m, d}, coef.options().dtype(at::kDouble));
+  auto mass = torch::zeros({m}, coef.options().dtype(at::kDouble));
+  if (n == 0) return {out, mass};
+  const uint16_t* X = reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>());
+  const int8_t* K = code.data_ptr<int8_t>();
+  const float* W = coef.data_ptr<float>();
+  if (with_valid) side_sums_m<3>(X, n, d, ld, K, W, out.data_ptr<double>(), mass.data_ptr<double>());
+  else side_sums_m<2>(X, n, d, ld, K, W, out.data_ptr<double>(), mass.data_ptr<double>());
+  return {out, mass};
+}
+"""
+
+
+def _cpu_signature() -> str:
+    "The CPU's model and instruction-set flags: the kernels are built for this CPU (-march=native)."
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "".join(sorted({l for l in f if l.startswith(("model name", "flags", "Features", "CPU part"))}))
+    except OSError:
+        return platform.processor() or platform.machine()
+
+@functools.cache
+def _cpu_kernels():
+    """The bf16 CPU kernels (`dot_rows`, `side_sums`), built on first use by torch's C++ extension builder — once
+    per machine, about a minute, then loaded from ~/.cache/torch_extensions — or None where they cannot be built (no
+    C++ compiler or ninja) or the environment sets DELTA_REPRO_CPU_KERNELS=0. A failed build warns once."""
+    if os.environ.get("DELTA_REPRO_CPU_KERNELS", "1") == "0": return None
+    flags = ["-O3", "-march=native", "-fopenmp-simd"]
+    if platform.machine() in ("x86_64", "AMD64"): flags.append("-mprefer-vector-width=512")
+    key = hashlib.sha1("\0".join([_KERNEL_SRC, *flags, torch.__version__, _cpu_signature()]).encode()).hexdigest()[:12]
+    try:
+        from torch.utils.cpp_extension import load_inline
+        return load_inline(f"delta_repro_bf16_{key}", cpp_sources=_KERNEL_SRC, functions=["dot_rows", "side_sums"],
+                           extra_cflags=flags, verbose=False)
+    except Exception as e:  # no compiler, no ninja, a failed build: the float32 path is slower, not wrong
+        warnings.warn(f"delta_repro: bf16 CPU kernels unavailable ({type(e).__name__}: {str(e)[:300]}); each chunk "
+                      "of bf16 proxies is upcast to float32 instead (several times slower)")
+        return None
+
+# %% ../nbs/01_coefficients.ipynb #9c28fb5a
+def _uses_kernel(x: torch.Tensor) -> bool:
+    "True when rows `x` are read by the bf16 CPU kernels."
+    return x.dtype == torch.bfloat16 and x.device.type == "cpu" and _cpu_kernels() is not None
+
+def _unit_stride(x: torch.Tensor) -> torch.Tensor:
+    return x if x.stride(-1) == 1 else x.contiguous()
+
+def _codes(side: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    "Row code of each token (n,) int8 for `_side_sums`: 0 positive side, 1 negative side, 2 other valid, 3 padding."
+    return torch.where(valid, torch.where(side >= 0, side, 2), 3).to(torch.int8)
+
+def _dot_rows(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x·w (n,) in the dtype of `w` for rows `x` (n, d) and `w` (d,) float64: one read of `x` in its stored dtype,
+    float32 accumulation (float64 for float64 `x`). NaN/inf in a row gives a non-finite result in that row."""
+    if _uses_kernel(x): y = _cpu_kernels().dot_rows(_unit_stride(x), w.float().contiguous())
+    elif x.dtype in (torch.float32, torch.float64): y = x @ w.to(x.dtype)
+    else: y = x.float() @ w.float()  # float16, or bf16 without the kernels: a float32 copy of the chunk
+    return y.to(w.dtype)
+
+def _side_sums(x: torch.Tensor, code: torch.Tensor, coef: torch.Tensor, with_valid: bool = False):
+    """Σ coef·v over the positive and over the negative tokens (2, d) and Σ coef of each (2,), in the dtype of `coef`
+    (n,) float64 — the numerators and denominators of `centroids` — from one read of the rows `x` (n, d) in their
+    stored dtype (float32 products and partial sums, float64 across blocks or chunks). `code` (n,) int8 comes from
+    `_codes`. With `with_valid` a third row, Σ v over the valid tokens and their number, rides along. A NaN/inf entry
+    of `x` makes its column non-finite in every row, even where its coefficient is 0."""
+    if _uses_kernel(x):
+        sums, mass = _cpu_kernels().side_sums(_unit_stride(x), code, coef.float().contiguous(), with_valid)
+        return sums.to(coef.dtype), mass.to(coef.dtype)
+    rows = [torch.where(code == POS, coef, 0.0), torch.where(code == NEG, coef, 0.0)]
+    if with_valid: rows.append((code <= 2).to(coef.dtype))
+    C = torch.stack(rows)
+    S = C.to(x.dtype) @ x if x.dtype in (torch.float32, torch.float64) else C.float() @ x.float()
+    return S.to(coef.dtype), C.sum(1)
+
+# %% ../nbs/01_coefficients.ipynb #db761cca
+def _side_moments(delta, sel):
+    """[[n, ΣΔ, ΣΔ²] per side] (2, 3) float64 for the sides' one-hot rows `sel` (2, n) float64: unweighted moments
+    of the margins, enough for `temperature`."""
+    sq = delta.square()
+    return torch.stack([torch.stack([s.sum(), s @ delta, s @ sq]) for s in sel])
 
 def _std_from_moments(m, eps) -> torch.Tensor:
     "γ (2,) = sqrt(max(population variance, eps)) from (2, 3) moments; an empty side gives sqrt(eps)."
     n = m[:, 0].clamp(min=1)
     var = (m[:, 2] / n - (m[:, 1] / n).square()).clamp(min=0)
     return torch.sqrt(var.clamp(min=eps))
+
+def _zero_bad_rows(x, valid, strict=False):
+    """`x` (n, d) with the rows that hold NaN/inf set to 0, so that garbage on padding cannot leak through 0·NaN; with
+    `strict`, `ValueError` if a `valid` row is one of them. Called only when a product came out non-finite."""
+    finite = torch.isfinite(x).all(-1)
+    if strict and not finite[valid].all():
+        raise ValueError(f"proxies contain NaN or inf on {int((valid & ~finite).sum())} valid token(s)")
+    return x.masked_fill(~finite[:, None], 0.0)
 
 # %% ../nbs/01_coefficients.ipynb #f7c00729
 class StreamingDeltaEstimator:
@@ -282,15 +511,16 @@ class StreamingDeltaEstimator:
     `variance`: "pass" takes γ⁽⁰⁾ from a sweep of its own (K + 3 sweeps); "gram" from per-side Gram matrices
     collected in sweep 1 (K + 2 sweeps, 2·d² float64 memory, O(N·d²) flops); "auto" picks "gram" on CUDA when it
     saves a sweep. `n_passes` is known after the first `update`. Micro-batches may differ in (b, t) but not in d.
-    Accumulation is float64 (float32 on MPS); per-chunk products in float32. Results match `delta_coefficients`
-    to float tolerance. Raises `ValueError` for bad inputs (see `delta_coefficients`), for a micro-batch that
+    Each sweep reads a chunk once, in its stored dtype, with float32 products (float64 for float64 proxies); sums
+    across chunks, processes and all per-token scalars are float64 (float32 on MPS). Results match
+    `delta_coefficients` to float tolerance. Raises `ValueError` for bad inputs (see `delta_coefficients`), for a micro-batch that
     differs from the one fed at the same position in the first sweep, or a sweep with a different number of
     micro-batches; `RuntimeError` when used out of order.
     """
     def __init__(self, config: DeltaConfig = DeltaConfig(),
                  all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,  # sums a float64 vector over processes
                  variance: str = "auto",  # "auto" | "gram" | "pass"
-                 chunk_tokens: int | None = None,  # rows per chunk; default max(256, 2**24 // d), 2**27 // d off CPU
+                 chunk_tokens: int | None = None,  # rows per chunk; default 2**27 // d, 2**24 // d where a CPU chunk is upcast
                  dim: int | None = None):  # d, needed only if this process may see no micro-batch at all
         if not isinstance(config, DeltaConfig): raise ValueError(f"config must be a DeltaConfig, got {_describe(config)}")
         if variance not in ("auto", "gram", "pass"):
@@ -305,6 +535,7 @@ class StreamingDeltaEstimator:
         self._use_gram = None
         self.n_valid = self.n_pos = self.n_neg = 0
         self._Z = None
+        self._margins = {}  # Δ(μ⁽⁰⁾) of the temperature sweep, per chunk, for the sweep after it
 
     @property
     def n_passes(self) -> int:
@@ -329,30 +560,46 @@ class StreamingDeltaEstimator:
 def update(self: StreamingDeltaEstimator, proxies: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor) -> None:
     "Consume one micro-batch: proxies (b, t, d), advantages (b,) or (b, t), mask (b, t) 0/1."
     if self.done: raise RuntimeError("all passes are done: call result()")
-    x, a, valid, bt = _rows(proxies, advantages, mask)
+    self._feed(*_rows(proxies, advantages, mask))
+
+@patch
+def _feed(self: StreamingDeltaEstimator, x, a, valid, bt) -> None:
+    "`update` after the input checks: rows `x` (n, d), per-token Â `a` (n,), `valid` (n,) bool, bt = (b, t)."
+    if self.done: raise RuntimeError("all passes are done: call result()")
     if self._use_gram is None: self._decide_gram(x.device)
     if self.dim is None: self.dim = x.shape[1]
     elif x.shape[1] != self.dim:
         raise ValueError(f"proxies must have d = {self.dim} like the first micro-batch, got d = {x.shape[1]}")
-    if self.passes_done == 0:
-        self._seen.append((bt, a, valid))
+    if self.passes_done == 0:  # what every later sweep of this micro-batch needs: computed once
+        side = sides(a)
+        sel = torch.stack([side == POS, side == NEG]).to(a.dtype)  # one-hot rows (2, n) of the two sides
+        tokens = dict(side=side, valid=valid, coef=a.abs(), code=_codes(side, valid), sel=sel, sign=sel[POS] - sel[NEG])
+        self._seen.append((bt, a, valid, tokens))
     else:
         if self._i >= len(self._seen):
             raise ValueError(f"pass {self.passes_done + 1} got more micro-batches than the first pass ({len(self._seen)})")
-        bt0, a0, v0 = self._seen[self._i]
-        if bt != bt0 or not (torch.equal(a, a0) and torch.equal(valid, v0)):
+        bt0, a0, v0 = self._seen[self._i][:3]
+        if not (a is a0 and valid is v0) and (bt != bt0 or not (torch.equal(a, a0) and torch.equal(valid, v0))):
             raise ValueError(f"micro-batch {self._i} differs from the first pass (shape {bt} vs {bt0}, or its "
                              "advantages/mask): feed the same micro-batches in the same order every pass")
-    side = sides(a)
-    # Default chunk: 2^24 elements (64 MB of float32) on CPU; 2^27 on a GPU, where a small chunk's cost is its
-    # ~20 kernel launches and 2 host syncs, not its bytes (H200, d = 4096: 4k-token chunks ran at ~40 GB/s).
-    step = self.chunk_tokens or max(256, (2 ** 24 if x.device.type == "cpu" else 2 ** 27) // max(1, x.shape[1]))
-    pieces = [self._consume(x[s:s + step], a[s:s + step].abs(), side[s:s + step], valid[s:s + step])
+    tokens = self._seen[self._i][3]
+    step = self.chunk_tokens or self._default_chunk(x)
+    pieces = [self._consume(x[s:s + step], {k: v[..., s:s + step] for k, v in tokens.items()}, (self._i, s))
               for s in range(0, x.shape[0], step)]
     if self.stage == "final":
         lam, alpha, delta = ([torch.cat(p) for p in zip(*pieces)] if pieces else [a.new_zeros(0)] * 3)
         self._out.append((bt, lam, alpha, delta, valid))
     self._i += 1
+
+@patch
+def _default_chunk(self: StreamingDeltaEstimator, x) -> int:
+    """Rows per chunk: 2^27 elements, except 2^24 (64 MB of float32) where a CPU chunk is upcast — float16, bf16
+    without the kernels, the within-side margins, the Gram matrices. A chunk costs ~30 small tensor operations, so
+    it should be large; on a GPU, where these are ~20 kernel launches and 2 host syncs, 4k-token chunks at
+    d = 4096 ran at ~40 GB/s on an H200."""
+    reads_in_place = x.dtype in (torch.float32, torch.float64) or _uses_kernel(x)
+    upcasts = self._use_gram or self.config.contrast != "two-sided" or not reads_in_place
+    return max(256, (2 ** 24 if upcasts and x.device.type == "cpu" else 2 ** 27) // max(1, x.shape[1]))
 
 @patch
 def _add(self: StreamingDeltaEstimator, **stats):
@@ -363,40 +610,56 @@ def _add(self: StreamingDeltaEstimator, **stats):
 
 # %% ../nbs/01_coefficients.ipynb #b256e4ba
 @patch
-def _consume(self: StreamingDeltaEstimator, x, coef, side, valid):
-    "Statistics of one chunk of rows `x` (n, d) with weights |Â| `coef` (n,) for the current stage."
+def _consume(self: StreamingDeltaEstimator, x, t, key):
+    """Statistics of one chunk of rows `x` (n, d) for the current stage. `t` holds the chunk's per-token tensors (n,):
+    `side`, `valid`, `coef` = |Â|, `code` (`_codes`), `sel` (2, n) and `sign` (+1, −1, 0); `key` names the chunk, so
+    that the sweep after the temperature sweep finds the margins it kept."""
     cfg, stage = self.config, self.stage
-    x = x.float()  # one chunk, upcast from bf16/fp16
-    # A row with a NaN/inf entry has a non-finite sum: a cheap check (a full isfinite is 10x dearer on CPU).
-    finite = torch.isfinite(x.sum(-1))
-    if stage == "centroids" and not finite[valid].all():
-        raise ValueError(f"proxies contain NaN or inf on {int((valid & ~finite).sum())} valid token(s)")
-    if not finite.all(): x = x.masked_fill(~finite[:, None], 0.0)  # garbage on padding must not leak (0·NaN)
     if stage == "centroids":
-        sums, mass = _side_sums(x, coef, side)
-        counts = torch.stack([(side == POS).sum(), (side == NEG).sum(), valid.sum()]).to(coef.dtype)
-        stats = dict(sums=sums, mass=mass, counts=counts)
+        sums, mass = _side_sums(x, t["code"], t["coef"], with_valid=True)
+        if not torch.isfinite(sums).all():
+            x = _zero_bad_rows(x, t["valid"], strict=True)
+            sums, mass = _side_sums(x, t["code"], t["coef"], with_valid=True)
+        counts = torch.stack([t["sel"][POS].sum(), t["sel"][NEG].sum(), mass[2]])  # tokens: positive, negative, valid
+        stats = dict(sums=sums[:2], mass=mass[:2], counts=counts)
         if self._use_gram:
-            xd = x.to(coef.dtype)
+            xd = x.to(t["coef"].dtype)
             for s, name in ((POS, "pos"), (NEG, "neg")):
-                xs = xd[side == s]
+                xs = xd[t["side"] == s]
                 stats[f"m1_{name}"], stats[f"gram_{name}"] = xs.sum(0), xs.T @ xs
         self._add(**stats)
         return ()
-    delta = margins(x, side, self.mu, cfg.contrast)
+    delta = self._margins.pop(key, None)
+    if delta is None: delta = self._chunk_margins(x, t)
     if stage == "temperature":
-        self._add(moments=_side_moments(delta, side))
+        self._margins[key] = delta  # the next sweep needs Δ(μ⁽⁰⁾) again: keep n scalars instead of a product
+        self._add(moments=_side_moments(delta, t["sel"]))
         return ()
-    alpha = scores(delta, side, self.gamma, cfg.assignment)
+    alpha = scores(delta, t["side"], self.gamma, cfg.assignment)
     if stage == "refine":
-        sums, mass = _side_sums(x, coef * alpha, side)
+        coef = t["coef"] * alpha
+        sums, mass = _side_sums(x, t["code"], coef)
+        if not torch.isfinite(sums).all(): sums, mass = _side_sums(_zero_bad_rows(x, t["valid"]), t["code"], coef)
         stats = dict(sums=sums, mass=mass)
-        if cfg.adaptive and self.k >= 1: stats["moments"] = _side_moments(delta, side)
+        if cfg.adaptive and self.k >= 1: stats["moments"] = _side_moments(delta, t["sel"])
         self._add(**stats)
         return ()
-    lam = _lam(alpha, valid, cfg)  # stage == "final"
+    lam = _lam(alpha, t["valid"], cfg)  # stage == "final"
     self._add(Z=lam.sum().reshape(1))
     return lam, alpha, delta
+
+@patch
+def _chunk_margins(self: StreamingDeltaEstimator, x, t):
+    """Margins Δ (n,) of a chunk under the current centroids: `margins` (step 3), its two-sided affine form computed
+    by `_dot_rows` and signed by `t["sign"]`. A row with NaN/inf (padding) counts as v = 0."""
+    mu, contrast = self.mu, self.config.contrast
+    if contrast != "two-sided":
+        delta = margins(x, t["side"], mu, contrast)
+        if torch.isfinite(delta).all(): return delta
+        return margins(_zero_bad_rows(x, t["side"] >= 0), t["side"], mu, contrast)
+    dot = _dot_rows(x, 2 * (mu[POS] - mu[NEG]))
+    if not torch.isfinite(dot.sum()): dot = torch.where(torch.isfinite(dot), dot, 0.0)
+    return t["sign"] * (dot + (mu[NEG].square().sum() - mu[POS].square().sum()))
 
 # %% ../nbs/01_coefficients.ipynb #e9699606
 @patch
@@ -439,6 +702,7 @@ def end_pass(self: StreamingDeltaEstimator) -> None:
     if self._use_gram is None: self._decide_gram(torch.device("cpu"))
     cfg, st = self.config, self._reduced()
     eps = cfg.eps
+    if self.stage != "temperature": self._margins = {}  # kept margins serve only the sweep right after theirs
     if self.stage == "centroids":
         self.n_pos, self.n_neg, self.n_valid = (int(round(v)) for v in st["counts"].tolist())
         self.mu = self.mu0 = st["sums"] / st["mass"].clamp(min=eps)[:, None]
@@ -501,14 +765,16 @@ def delta_coefficients(
     mask: torch.Tensor,  # (B, T) 0/1 or bool: valid completion tokens
     config: DeltaConfig = DeltaConfig(),
     all_reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,  # sum over data-parallel processes
-    chunk_tokens: int | None = None,  # rows per chunk (memory O(chunk·d) on top of the input)
+    chunk_tokens: int | None = None,  # rows per chunk (default: see StreamingDeltaEstimator)
 ) -> DeltaCoefficients:
     """DelTA coefficients of one rollout batch (paper Sec. 3.2, Eq. 5–7, App. F–H).
 
     Centroids μ± (Eq. 3) → margins Δ → soft scores α = σ(Δ/γ±) with adaptive γ± (Eq. 5–6) → K refinements with
     lagged γ → range map λ ∈ [λ_min, λ_max] → self-normalised multiplier λ̄ = λ·N/Z (Eq. 7). Statistics are
-    pooled over the whole batch (all prompts). Accumulates in float64 whatever the input dtype; memory is the
-    input plus O(chunk·d + B·T). Degenerate batches never give NaN: all advantages zero gives weights 1 on every
+    pooled over the whole batch (all prompts). K + 3 sweeps, each one read of the proxies in their stored dtype
+    with float32 products (bf16 on CPU through the kernels of this module; float64 input stays float64) and float64
+    sums and per-token scalars. Memory: the input plus O(B·T), plus O(chunk·d) where a chunk is upcast to float32
+    (float16; bf16 off the CPU or without a C++ compiler). Degenerate batches never give NaN: all advantages zero gives weights 1 on every
     valid token; an empty side has a zero centroid (its denominator is clamped at `eps`, as in the paper); an
     all-zero mask gives all-zero weights. Computed under `torch.no_grad()`: λ is a stop-gradient weight.
 
@@ -516,9 +782,10 @@ def delta_coefficients(
     other than 0/1, advantages that are neither (B,) nor (B, T), NaN/inf in proxies (valid tokens) or advantages.
     """
     est = StreamingDeltaEstimator(config, all_reduce=all_reduce, variance="pass", chunk_tokens=chunk_tokens)
+    rows = _rows(proxies, advantages, mask)  # checked once: every sweep gets the very same batch
     with torch.no_grad():  # λ is a stop-gradient weight (Eq. 7): no graph through the proxies
         while not est.done:
-            est.update(proxies, advantages, mask)
+            est._feed(*rows)
             est.end_pass()
         return est.result()[0]
 

@@ -6,7 +6,7 @@ test of App. K — results as tidy tables."""
 # %% auto #0
 __all__ = ['vllm_available', 'generate_completions', 'final_answer', 'answer_correct', 'grade', 'evaluate', 'summarize',
            'primary_accuracy', 'pass_at_k', 'significance', 'repeated_accuracy', 'mean_ci', 'difference_ci',
-           'detectable_effect', 'save_results', 'load_results']
+           'estimate_text', 'smallest_p', 'detectable_effect', 'holm', 'save_results', 'load_results']
 
 # %% ../nbs/07_evaluation.ipynb #8d11c56e
 import json
@@ -223,15 +223,19 @@ def repeated_accuracy(results: pd.DataFrame, repeats: int, benchmark: str | None
     return [100 * float(df[(idx >= r * per) & (idx < (r + 1) * per)]["correct"].astype(float).mean()) for r in range(repeats)]
 
 # %% ../nbs/07_evaluation.ipynb #f6297ebc
-def mean_ci(x, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> tuple[float, float, float]:
-    """(mean, low, high) of scores `x` with a percentile bootstrap interval (scipy.stats.bootstrap); one score gives
-    (x, nan, nan) and identical scores a zero-width interval. Raises `ValueError` for empty or non-finite input."""
+def mean_ci(x, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0,
+            min_n: int = 3) -> tuple[float, float, float]:
+    """(mean, low, high) of scores `x` with a percentile bootstrap interval (scipy.stats.bootstrap). Fewer than
+    `min_n` scores give (mean, nan, nan): the bootstrap of two values can only return their range (both seeds at
+    12.3 read as "[12.3, 12.3]"), which is no interval — show the values instead (`estimate_text`). Identical scores
+    (at least `min_n`) give a zero-width interval. Raises `ValueError` for empty or non-finite input, or `min_n` < 2."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size == 0: raise ValueError(f"x must be a non-empty 1-D score list, got shape {x.shape}")
     if not np.isfinite(x).all(): raise ValueError("x must be finite scores (no NaN/inf)")
     if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not isinstance(min_n, int) or min_n < 2: raise ValueError(f"min_n must be an int >= 2, got {min_n!r}")
     m = float(x.mean())
-    if x.size == 1: return m, float("nan"), float("nan")
+    if x.size < min_n: return m, float("nan"), float("nan")
     if np.ptp(x) == 0: return m, m, m
     r = stats.bootstrap((x,), np.mean, confidence_level=confidence, n_resamples=n_resamples, method="percentile",
                         rng=np.random.default_rng(seed))
@@ -251,7 +255,29 @@ def difference_ci(a, b, confidence: float = 0.95, n_resamples: int = 9999, seed:
                         n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed), vectorized=True)
     return d, float(r.confidence_interval.low), float(r.confidence_interval.high)
 
+def estimate_text(x, digits: int = 2, unit: str = "seeds", min_n: int = 3) -> str:
+    """A method's scores as a reader should see them: "mean [low, high]" (95 % bootstrap interval, `mean_ci`) from
+    `min_n` scores up, else the mean with the values themselves ("30.98 (seeds: 30.53, 31.44)"; "… (one seed)").
+    Raises `ValueError` as `mean_ci`."""
+    x = np.asarray(x, dtype=float)
+    m, lo, hi = mean_ci(x, min_n=min_n)
+    f = lambda v: f"{v:.{digits}f}"
+    if x.size >= min_n: return f"{f(m)} [{f(lo)}, {f(hi)}]"
+    if x.size == 1: return f"{f(m)} (one {unit.removesuffix('s')})"
+    return f"{f(m)} ({unit}: {', '.join(map(f, x))})"
+
 # %% ../nbs/07_evaluation.ipynb #f440939c
+def smallest_p(n_a: int, n_b: int, alternative: str = "greater") -> float:
+    """The smallest p-value the exact Mann–Whitney test of `n_a` against `n_b` scores can return: complete separation,
+    1 / C(n_a + n_b, n_a) one-sided ("greater" or "less"), twice that two-sided. Raises `ValueError` for fewer than
+    one score a side or another `alternative`."""
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+    if not all(isinstance(n, (int, np.integer)) and n >= 1 for n in (n_a, n_b)):
+        raise ValueError(f"n_a and n_b must be ints >= 1, got {n_a!r} and {n_b!r}")
+    alt = "two-sided" if alternative == "two-sided" else "greater"
+    return float(stats.mannwhitneyu(np.arange(n_a) + 1e6, np.arange(n_b), alternative=alt, method="exact").pvalue)
+
 _MDE_CACHE: dict = {}
 
 def _detectable_shift(n_a: int, n_b: int, alpha: float, power: float, alternative: str, sims: int) -> float:
@@ -259,8 +285,7 @@ def _detectable_shift(n_a: int, n_b: int, alpha: float, power: float, alternativ
     key = (n_a, n_b, alpha, power, alternative, sims)
     if key in _MDE_CACHE: return _MDE_CACHE[key]
     alt = "two-sided" if alternative == "two-sided" else "greater"
-    far = stats.mannwhitneyu(np.arange(n_a) + 1e6, np.arange(n_b), alternative=alt, method="exact").pvalue
-    if far >= alpha:  # even a complete separation of the two sides cannot reach p < alpha
+    if smallest_p(n_a, n_b, alt) >= alpha:  # even a complete separation of the two sides cannot reach p < alpha
         _MDE_CACHE[key] = float("inf"); return float("inf")
     rng = np.random.default_rng(12345)
     za, zb = rng.standard_normal((sims, n_a)), rng.standard_normal((sims, n_b))
@@ -298,6 +323,25 @@ def detectable_effect(a, b, alpha: float = 0.05, power: float = 0.8, alternative
     shift = _detectable_shift(int(a.size), int(b.size), alpha, power, alternative, sims)
     if math.isinf(shift): return float("inf")
     return shift * sd
+
+# %% ../nbs/07_evaluation.ipynb #ecaa4a37
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values (same order as `p`, float64): the i-th smallest of the m finite p-values is
+    multiplied by m − i + 1, a running maximum keeps the order, and the result is capped at 1. NaN entries (tests that
+    were not run) are neither counted in m nor adjusted; they stay NaN. Reject at level α where the adjusted p < α:
+    that controls the family-wise error rate. Raises `ValueError` for a p-value outside [0, 1] or input that is not
+    1-D."""
+    p = np.asarray(p, dtype=float)
+    if p.ndim != 1: raise ValueError(f"p must be a 1-D list of p-values, got shape {p.shape}")
+    ok = np.isfinite(p)
+    if ((p[ok] < 0) | (p[ok] > 1)).any(): raise ValueError(f"p must hold p-values in [0, 1], got {p[ok].tolist()}")
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(ok)
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m = order.size
+    adjusted = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
 
 # %% ../nbs/07_evaluation.ipynb #44368b72
 def save_results(results: pd.DataFrame, path: str | Path) -> Path:

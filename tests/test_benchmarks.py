@@ -17,11 +17,12 @@ def test_precision_benchmark_isolates_storage_error_from_arithmetic(tmp_path):
                     "--json", str(out)], cwd=ROOT, check=True, capture_output=True, text=True)
     r = json.loads(out.read_text())
     assert r["tokens"] > 1024 and r["d"] == 64
-    # chunks are upcast to float32 before any product: bf16 input and its exact float64 copy give the same λ̄
-    assert r["arithmetic"]["max_abs"] == 0.0
+    # the estimator's own arithmetic (float32 products of the bf16 values, float64 sums) against exact float64
+    # arithmetic on the same values: within the 1e-4 budget, and far below what storing the proxies in bf16 costs
+    assert r["arithmetic"]["max_abs"] < 1e-5 and r["arithmetic"]["max_abs"] < r["storage"]["max_abs"] / 100
     # rounding the proxies to bf16 moves λ̄ a little, but it does move it (the comparison is not vacuous)
     assert 0 < r["storage"]["max_abs"] < 1e-2
-    assert r["total"] == r["storage"]
+    assert abs(r["total"]["max_abs"] - r["storage"]["max_abs"]) <= r["arithmetic"]["max_abs"] + 1e-12
 
 
 def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
@@ -65,3 +66,36 @@ def test_every_timed_overhead_round_generates_fresh_rollouts():
     df = measure_step_overhead(["tiny"], rounds=2, completion_length=4, batch=8, device="cpu")
     assert df["coefficient_steps"].tolist() == [2, 2]
     assert df["coefficient_s"].notna().all()
+
+
+def test_coefficient_benchmark_prints_the_bandwidth_ratio(tmp_path):
+    out = tmp_path / "c.json"
+    res = subprocess.run([sys.executable, "benchmarks/coefficients.py", "--bandwidth-only", "--bandwidth-tokens", "2048",
+                          "--d", "64", "--rounds", "2", "--device", "cpu", "--json", str(out)], cwd=ROOT, check=True,
+                         capture_output=True, text=True, timeout=600)
+    assert "ratio" in res.stdout and "goal: ratio >= 0.5" in res.stdout
+    (r,) = json.loads(out.read_text())
+    assert r["kind"] == "bandwidth" and r["sweeps"] == 4 and len(r["estimator_s"]) == len(r["matvec_s"]) == 2
+    assert r["ratio"] == pytest.approx(r["estimator_gbs"] / r["matvec_gbs"]) and r["ratio"] > 0
+
+
+def test_memory_benchmark_computes_every_option_at_both_shapes_and_measures_them(tmp_path):
+    out = tmp_path / "m.json"
+    res = subprocess.run([sys.executable, "benchmarks/memory.py", "--d", "64", "--completions", "8", "--tokens", "8",
+                          "--micro", "4", "--json", str(out)], cwd=ROOT, check=True, capture_output=True, text=True,
+                         timeout=900)
+    r = json.loads(out.read_text())
+    options = ("memory", "host", "recompute")
+    assert {(c["shape"], c["option"]) for c in r["computed"]} == {(s, o) for s in ("paper", "gpu1") for o in options}
+    paper = {c["option"]: c for c in r["computed"] if c["shape"] == "paper"}
+    P = 256 * 20480 * 4096 * 2 / 1e9  # 256 completions per GPU padded to 20,480 tokens, d = 4096, bf16
+    assert paper["host"]["host_padded_gb"] == pytest.approx(P)
+    assert paper["memory"]["device_padded_gb"] > 2 * P > 30 * paper["host"]["device_padded_gb"]
+    assert (paper["memory"]["extra_forward_passes"], paper["host"]["extra_forward_passes"],
+            paper["recompute"]["extra_forward_passes"]) == (0, 0, 3)
+    measured = {m["option"]: m for m in r["measured"]}
+    assert set(measured) == {"none", *options}, res.stderr
+    assert all(m["B_measured"] == 8 and 1 <= m["T_measured"] <= 8 and m["during_bytes"] >= 0 for m in measured.values())
+    refuse = subprocess.run([sys.executable, "benchmarks/memory.py", "--no-measure", "--json", "README.md"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert refuse.returncode == 2 and "never overwritten" in refuse.stderr

@@ -58,9 +58,11 @@ def test_claim_verdicts_hand_computed():
     assert c["effect"] == pytest.approx(5.0) and c["ci_low"] <= 5.0 <= c["ci_high"]
     # 3 vs 3 can never reach p < 0.05: the smallest exact p is 1 / C(6, 3) = 0.05
     c3 = claim("A > B", [4, 5, 6], [1, 2, 3])
-    assert c3["p"] == pytest.approx(0.05) and c3["verdict"] == "not supported"
-    assert claim("A > B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10])["verdict"] == "not supported"
-    assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["verdict"] == "not rejected"
+    assert c3["p"] == pytest.approx(0.05) and c3["verdict"] == "not testable with 3 vs 3 seeds"
+    assert c3["p_min"] == pytest.approx(0.05) and "0.05" in c3["note"]
+    assert claim("A > B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10])["verdict"] == "contradicted at this scale"
+    assert claim("A > B", [1, 2, 4, 3, 5], [2, 3, 1, 5, 4])["verdict"] == "not supported"  # testable, no effect
+    assert claim("A >= B", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], ">=")["verdict"] == "not rejected"
     assert claim("A ≈ B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "≈")["verdict"] == "rejected"
     with pytest.raises(ValueError, match="relation"): claim("A ? B", [1, 2], [3, 4], "?")
 
@@ -86,6 +88,10 @@ def test_latex_tables_escape_labels_cells_and_caption(tmp_path):
     assert not re.findall(r"(?<!\\)[%_]", tuples), tuples  # non-string labels and cells are escaped too
     with pytest.raises(TypeError, match="df"):
         write_table(pd.Series([1.0]), "s", tmp_path)
+    p = pd.DataFrame({"p": [0.0016, float("nan")], "x": [0.0016, 1.0]}, index=["a", "b"])
+    md, tex, csv = write_table(p, "p", tmp_path, formats={"p": "{:.3f}"})
+    assert "| 0.002 |" in md.read_text() and "| —     |" in md.read_text() and "0.002" in tex.read_text()
+    assert pd.read_csv(csv, index_col=0).loc["a", "p"] == 0.0016  # the CSV keeps the number
 
 
 @pytest.mark.parametrize("name", ["../escape", "a/b", "", ".", "...", ".hidden", "-x", "t ab", "a" * 201])
@@ -111,3 +117,112 @@ def test_figures_are_byte_identical_when_regenerated(tmp_path, monkeypatch):
         save_figure(fig, "...", tmp_path)  # matplotlib would have written "....png.png"
     with pytest.raises(TypeError, match="fig"):
         save_figure(fig.axes[0], "f", tmp_path)
+
+
+# ---- confound diagnostics: zero-advantage tokens and the step size -------------------------------------------------
+
+def test_credit_diagnostics_on_a_hand_made_batch():
+    import math
+    import torch
+    from delta_repro.trainer import credit_diagnostics
+    # 3 completions x 4 positions, the last padded after 2 tokens; completion 1 is a tied group (Â = 0).
+    # valid tokens 4 + 4 + 2 = 10, of them 4 with Â = 0: share 0.4. Weights on the 6 tokens with Â != 0:
+    # 1.0 1.2 1.2 1.0 | 1.3 1.3 -> multiplier 7 / 6, min 1.0, max 1.3 (the tied completion's 0.8 does not count)
+    adv = torch.tensor([0.5, 0.0, -0.5])
+    mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 0, 0]])
+    w = torch.tensor([[1.0, 1.2, 1.2, 1.0], [0.8, 0.8, 0.8, 0.8], [1.3, 1.3, 9.0, 9.0]], dtype=torch.float64)
+    d = credit_diagnostics(adv, w, mask)
+    assert d["zero_adv_share"] == 0.4 and d["step_multiplier"] == pytest.approx(7 / 6)
+    assert (d["weight_min"], d["weight_max"]) == (1.0, 1.3)  # padding (9.0) is not a token
+    # per-token advantages give the same numbers as per-completion ones
+    assert credit_diagnostics(adv[:, None].expand(3, 4), w, mask) == d
+    # DelTA-like self-normalisation over all valid tokens: λ̄ = λ·N/Z with the tied tokens at λ_min = 0.8 pushes the
+    # mean over the tokens with Â != 0 above 1 -- the confound the reports state
+    lam = torch.where(adv[:, None].expand(3, 4) == 0, 0.8, 1.0) * mask
+    lam_bar = lam * mask.sum() / lam.sum()
+    assert credit_diagnostics(adv, lam_bar, mask)["step_multiplier"] == pytest.approx(10 / 9.2)
+    # a token selection: 5 tokens kept, 3 of them in the tied completion
+    sel = torch.tensor([[1, 0, 0, 1], [1, 1, 1, 0], [0, 0, 0, 0]]).bool()
+    d = credit_diagnostics(adv, torch.where(sel, 2.0, 0.0), mask, sel)
+    assert d["selected_zero_adv_share"] == pytest.approx(0.6) and d["step_multiplier"] == pytest.approx(4 / 6)
+    assert set(credit_diagnostics(adv, None, mask)) == {"zero_adv_share"}  # weights made in the loss: no multiplier
+    assert math.isnan(credit_diagnostics(torch.zeros(3), w, mask)["step_multiplier"])  # no token with a gradient
+    with pytest.raises(ValueError, match="weights"):
+        credit_diagnostics(adv, w[:, :3], mask)
+
+
+def _logged_plan(tmp_path, multipliers: dict):
+    import json
+    raw = yaml.safe_load(open("configs/smoke.yaml"))
+    raw["artefacts"] = {
+        "appK_significance": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA", "DAPO"], "seeds": [0, 1]},
+        "table3_ablations": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA", "w/o range map"], "seeds": [0, 1]}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(tmp_path / "plan.yaml")
+    for rid, r in plan.runs.items():
+        hist = [{"step": 1, "credit/zero_adv_share": 0.3, "credit/step_multiplier": multipliers[r.method][r.seed],
+                 "credit/weight_min": 0.8 + 0.01 * r.seed, "credit/weight_max": 1.3}, {"step": 2, "loss": 0.0},
+                {"step": 5, "credit/zero_adv_share": 0.5, "credit/step_multiplier": multipliers[r.method][r.seed],
+                 "credit/weight_min": 0.9, "credit/weight_max": 1.2 + 0.1 * r.seed}]
+        (tmp_path / rid).mkdir(parents=True)
+        (tmp_path / rid / "log_history.json").write_text(json.dumps(hist))
+    return plan
+
+
+def test_credit_summary_and_the_step_size_confound_named_in_claims(tmp_path):
+    from delta_repro.reporting import credit_summary, credit_text, step_size_confounds, step_size_notes
+    plan = _logged_plan(tmp_path, {"DelTA": [1.05, 1.07], "DAPO": [1.0, 1.0], "w/o range map": [1.4, 1.6]})
+    cs = credit_summary(plan, "table3_ablations", tmp_path)
+    assert cs.loc["DelTA", "multiplier"] == pytest.approx(1.06) and cs.loc["DelTA", "Â = 0 share"] == pytest.approx(0.4)
+    assert cs.loc["DelTA", "λ̄ min"] == 0.8 and cs.loc["DelTA", "λ̄ max"] == pytest.approx(1.3)  # extremes, not means
+    assert cs.loc["DelTA", "seeds logged"] == 2 and cs.loc["w/o range map", "multiplier / DelTA"] == pytest.approx(1.5 / 1.06)
+    assert list(step_size_confounds(cs)) == ["w/o range map"]  # DAPO is not in this table; 1.5 / 1.06 > 1.1
+    assert "w/o range map (×1.42)" in credit_text(cs)
+    both = pd.concat([cs, credit_summary(plan, "appK_significance", tmp_path)])
+    both = both[~both.index.duplicated()]
+    assert "DAPO" not in step_size_confounds(both)  # 1 / 1.06: within 10 %
+    claims = pd.DataFrame({"method_a": ["DelTA", "DelTA"], "method_b": ["DAPO", "w/o range map"]}, index=["x", "y"])
+    notes = step_size_notes(claims, both)["step size"]
+    assert notes["x"] == "" and notes["y"].startswith("w/o range map's multiplier is ×1.42 DelTA's")
+    # runs that predate the diagnostics: said so, never a silent blank
+    for f in tmp_path.glob("*/log_history.json"): f.write_text('[{"step": 1, "loss": 0.0}]')
+    old = credit_summary(plan, "table3_ablations", tmp_path)
+    assert (old["seeds logged"] == 0).all() and "not logged" in credit_text(old)
+    assert step_size_notes(claims, old)["step size"].eq("not logged").all()
+
+
+# ---- λ on real tokens: shared and decisive tokens ------------------------------------------------------------------
+
+def test_token_classes_on_a_hand_made_pair():
+    import math
+    from types import SimpleNamespace
+    import torch
+    from delta_repro.reporting import token_class_summary, token_class_text, token_classes
+    # one character a token: "1+2=3,\boxed{3}" (correct) and "1+2=4,\boxed{4}" (wrong) share "1+2=", part at the
+    # result (position 4) and differ again in the answer (position 13); a second prompt has two wrong completions
+    right, wrong = list("1+2=3,\\boxed{3}"), list("1+2=4,\\boxed{4}")
+    T = len(right)
+    lam = torch.tensor([[1.1] * 4 + [1.2] + [1.0] * (T - 5),
+                        [0.9] * 4 + [0.8] + [1.0] * (T - 7) + [1.2, 1.0], [1.0] * T, [1.0] * T])
+    batch = dict(rewards=torch.tensor([1.0, 0.0, 0.0, 0.0]), n_generations=2, tokens=[right, wrong, wrong, wrong],
+                 mask=torch.ones(4, T), coefficients=SimpleNamespace(lam=lam))
+    tc = token_classes(batch)
+    assert set(tc["prompt"]) == {0} and len(tc) == 2 * T  # the prompt without a contrast is left out
+    for outcome in ("wrong", "correct"):
+        cls = tc[tc["outcome"] == outcome].set_index("position")["class"]
+        assert list(cls[:4]) == ["shared"] * 4 and cls[4] == "first divergence" and cls[13] == "final answer"
+        assert set(cls[5:13]) == {"after divergence"} and cls[14] == "after divergence"  # "," ... "{" and "}"
+    ts = token_class_summary(tc)
+    assert ts.loc[("wrong", "shared"), "lam"] == pytest.approx(0.9)
+    assert ts.loc[("wrong", "first divergence"), "lam"] == pytest.approx(0.8)
+    assert ts.loc[("wrong", "final answer"), "lam"] == pytest.approx(1.2)
+    assert ts.loc[("wrong", "decisive"), "lam"] == pytest.approx(1.0) and ts.loc[("wrong", "decisive"), "tokens"] == 2
+    assert ts.loc[("correct", "first divergence"), "lam"] == pytest.approx(1.2)
+    assert math.isnan(ts.loc[("wrong", "shared"), "low"])  # one prompt: no interval over prompts
+    # three copies of the prompt: an interval, zero-width as every copy agrees; decisive (1.0) lies above shared (0.9)
+    tc3 = pd.concat([tc.assign(prompt=k) for k in range(3)])
+    ts3 = token_class_summary(tc3)
+    assert ts3.loc[("wrong", "shared"), "low"] == pytest.approx(0.9) and ts3.loc[("wrong", "shared"), "prompts"] == 3
+    text = token_class_text(ts3)
+    assert "3 prompts with both outcomes" in text and "in wrong completions, shared 0.900 [0.900, 0.900]" in text
+    assert "decisive tokens above shared ones" in text

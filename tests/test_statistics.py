@@ -9,18 +9,25 @@ import pytest
 import yaml
 from scipy import stats
 
-from delta_repro.evaluation import detectable_effect, difference_ci, mean_ci, save_results
+from delta_repro.evaluation import (detectable_effect, difference_ci, estimate_text, holm, mean_ci, save_results,
+                                    smallest_p)
 from delta_repro.experiments import load_plan
-from delta_repro.reporting import (check_claims, claim, compare_with_paper, contrast_pair, curve_auc, learning_summary,
-                                   report_benchmarks, reward_summary, seed_scores, warm_start_dir, write_table)
+from delta_repro.reporting import (check_claims, claim, compare_with_paper, contrast_pair, curve_auc, evidence_ranks,
+                                   judge_claims, learning_summary, report_benchmarks, reward_summary, seed_scores,
+                                   table_report, warm_start_dir, write_table)
 
 
 def test_mean_ci_edge_cases_and_errors():
     assert mean_ci([2.0, 4.0, 6.0])[0] == 4.0
     m, lo, hi = mean_ci([2.0, 4.0, 6.0, 8.0])
     assert 2.0 <= lo < m < hi <= 8.0  # a percentile interval of the mean lies within the data's range
-    assert mean_ci([5.0, 5.0]) == (5.0, 5.0, 5.0)  # no spread: a zero-width interval, never NaN
+    assert mean_ci([5.0, 5.0, 5.0]) == (5.0, 5.0, 5.0)  # no spread: a zero-width interval, never NaN
+    m, lo, hi = mean_ci([5.0, 5.0])  # two scores: no interval (a bootstrap of two values is their range)
+    assert m == 5.0 and math.isnan(lo) and math.isnan(hi)
+    assert mean_ci([5.0, 7.0], min_n=2) == (6.0, 5.0, 7.0)  # what the bootstrap would have said: the range
     assert math.isnan(mean_ci([3.0])[1])  # one score has no interval (shown as "—" in tables)
+    with pytest.raises(ValueError, match="min_n"):
+        mean_ci([1.0, 2.0], min_n=1)
     for bad in ([], [1.0, float("nan")]):
         with pytest.raises(ValueError, match="x"):
             mean_ci(bad)
@@ -63,16 +70,76 @@ def test_detectable_effect_floor_scale_and_power():
             detectable_effect(a, b, **kw)
 
 
+def test_holm_hand_example_order_and_missing_tests():
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1 = 0.02, 0.03, 0.06, 0.04; the running maximum keeps the order
+    p = [0.01, 0.04, 0.03, 0.005]
+    np.testing.assert_allclose(holm(p), [0.03, 0.06, 0.06, 0.02])
+    np.testing.assert_allclose(holm(p[::-1]), holm(p)[::-1])  # the input order does not matter
+    np.testing.assert_allclose(holm([0.5, 0.9]), [1.0, 1.0])  # capped at 1
+    h = holm([0.01, np.nan, 0.04])  # a test not run is not in the family: m = 2
+    np.testing.assert_allclose(h[[0, 2]], [0.02, 0.04])
+    assert math.isnan(h[1])
+    assert holm([0.02])[0] == 0.02  # a family of one is not adjusted
+    with pytest.raises(ValueError, match="p"):
+        holm([0.5, 1.5])
+
+
+def test_smallest_p_of_a_design():
+    assert smallest_p(8, 2) == pytest.approx(1 / 45) and smallest_p(2, 2) == pytest.approx(1 / 6)
+    assert smallest_p(8, 8) == pytest.approx(1 / 12870) and smallest_p(2, 8, "two-sided") == pytest.approx(2 / 45)
+    assert smallest_p(3, 5, "less") == smallest_p(5, 3)  # the mirror test has the same floor
+    with pytest.raises(ValueError, match="alternative"):
+        smallest_p(3, 3, "up")
+
+
+def test_two_seeds_show_their_values_not_an_interval():
+    assert estimate_text([28.56, 28.56]) == "28.56 (seeds: 28.56, 28.56)"  # not "[28.56, 28.56]"
+    assert estimate_text([30.0]) == "30.00 (one seed)"
+    assert estimate_text([1.0, 2.0, 3.0, 4.0], digits=1).startswith("2.5 [")
+    c = claim("A > B", [30.0, 31.0, 29.0, 30.5], [28.0, 28.0])
+    assert c["values_b"] == "28.00 (seeds: 28.00, 28.00)" and c["values_a"].startswith("30.12 [")
+
+
 def test_claim_reports_effect_interval_p_and_detectable_effect():
     c = claim("A > B", [30] * 4, [20] * 4)
     assert (c["verdict"], c["effect"], c["ci_low"], c["ci_high"]) == ("supported", 10, 10, 10)
     assert c["p"] == pytest.approx(1 / 70)  # exact one-sided: 1 / C(8, 4)
-    not_sup = claim("A > B", [4, 5, 6], [1, 2, 3])
-    assert not_sup["verdict"] == "not supported" and not_sup["detectable"] == math.inf
-    assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["verdict"] == "not rejected"
+    assert c["p_holm"] == c["p"] and c["p_min"] == pytest.approx(1 / 70)  # a family of one
+    not_sup = claim("A > B", [4, 5, 6], [1, 2, 3])  # 3 vs 3: the floor 1/20 is not below 0.05
+    assert not_sup["verdict"] == "not testable with 3 vs 3 seeds" and not_sup["detectable"] == math.inf
+    # the interval excludes 0 against the claim: said so, whatever the one-sided test in the claim's direction gives
+    assert claim("A > B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10])["verdict"] == "contradicted at this scale"
+    assert claim("A ≈ B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10], "≈")["verdict"] == "rejected"  # significant: rejected
+    assert claim("A > B", [5, 6, 4, 5, 6], [5, 4, 6, 5, 5])["verdict"] == "not supported"  # testable, no effect
+    assert claim("A >= B", [1, 2, 3, 4, 5], [1, 2, 3, 4, 5], ">=")["verdict"] == "not rejected"
+    assert claim("A >= B", [1, 2, 3], [1, 2, 3], ">=")["verdict"] == "not testable with 3 vs 3 seeds"
     assert claim("A >= B", [1, 2, 3, 4, 5], [6, 7, 8, 9, 10], ">=")["verdict"] == "rejected"
     assert claim("A ≈ B", [6, 7, 8, 9, 10], [1, 2, 3, 4, 5], "≈")["verdict"] == "rejected"
     assert "holds" not in c  # a verdict in words: "not rejected" is never reported as if the claim held
+
+
+def test_a_family_of_claims_is_judged_on_holm_adjusted_p():
+    # 8 seeds against 2, completely separated: p = 1/45 = 0.022. Alone: supported. In a family of 20 such tests
+    # Holm multiplies the smallest p by 20: 0.44 -- and no outcome of 8 vs 2 could do better: not testable
+    one = claim("A > B", list(range(10, 18)), [1.0, 2.0])
+    assert one["verdict"] == "supported" and one["p"] == pytest.approx(1 / 45)
+    fam = judge_claims(pd.DataFrame([claim(f"A{i} > B", list(range(10, 18)), [1.0, 2.0]) for i in range(20)]))
+    assert np.allclose(fam["p_holm"], 20 / 45) and np.allclose(fam["p_reach"], 20 / 45)
+    assert (fam["verdict"] == "not testable with 8 vs 2 seeds").all() and fam["note"].str.contains("0.44").all()
+    # two 8 vs 8 claims in that family could still be decided: their floor 1/12870 x 22 is far below 0.05
+    fam2 = judge_claims(pd.concat([fam, pd.DataFrame([claim("C > D", list(range(10, 18)), list(range(8)))] * 2)],
+                                  ignore_index=True))
+    assert (fam2["verdict"].iloc[-2:] == "supported").all() and fam2["p_holm"].iloc[-1] == pytest.approx(22 / 12870)
+    assert judge_claims(pd.DataFrame([{"claim": "x", "verdict": "runs missing"}]))["verdict"].item() == "runs missing"
+
+
+def test_ranks_only_where_intervals_separate():
+    r = evidence_ranks({"A": [10.0, 11, 12, 11], "B": [5.0, 6, 7, 6], "C": [6.5, 7.5, 5.5, 6.5]})
+    assert r == {"A": "1", "B": "tied (2–3)", "C": "tied (2–3)"}  # B and C overlap; A is above both
+    r = evidence_ranks({"A": [10.0, 11, 12, 11], "B": [5.0, 6, 7, 6], "D": [1.0, 2.0], "E": []})
+    assert r["A"] == "tied (1–2)" and r["B"] == "tied (2–3)"  # D has no interval: it could sit anywhere
+    assert r["D"] == "not ranked (2 seeds)" and r["E"] == "—"
+    assert evidence_ranks({"A": [1.0, 1, 1], "B": [1.0, 1, 1]}) == {"A": "tied (1–2)", "B": "tied (1–2)"}
 
 
 def test_curve_auc_hand_computed():
@@ -133,7 +200,8 @@ def test_seed_scores_claims_and_learning_summary_hand_computed(tmp_path):
 
     claims = check_claims(plan, runs)
     c = claims.loc["DelTA > DAPO"]
-    assert c["effect"] == pytest.approx(50.0) and c["verdict"] == "not supported"  # 3 vs 3: p floor 1/20
+    assert c["effect"] == pytest.approx(50.0) and c["verdict"] == "not testable with 3 vs 3 seeds"  # p floor 1/20
+    assert c["p_holm"] == pytest.approx(0.1) and (c["method_a"], c["method_b"]) == ("DelTA", "DAPO")  # 2 tests: x2
     assert c["p"] == pytest.approx(0.05) and c["detectable"] == math.inf and c["evidence"] == "3 vs 3 training seeds"
     assert claims.loc["DelTA > within-side only", "verdict"] == "not in the plan"  # no table2 in this plan
     assert claims.loc["DAPO > Bottom-50%", "effect"] == pytest.approx(37.5 - 100 / 24)
@@ -150,7 +218,8 @@ def test_seed_scores_claims_and_learning_summary_hand_computed(tmp_path):
     assert t.loc["DAPO", "ours Δ vs DAPO"] == 0 and t.loc["SAPO", "sd"] == 0
     assert t.loc["DelTA", "Δ low"] <= 50 <= t.loc["DelTA", "Δ high"]
     assert t.loc["DelTA", "paper Δ vs DAPO"] == pytest.approx(t.loc["DelTA", "paper"] - t.loc["DAPO", "paper"])
-    assert list(t["our rank"]) == [3, 2, 1] and "diff" not in t.columns  # no "ours − paper" across benchmarks
+    # DelTA 75-100 % is above both; SAPO (50, 50, 50) touches DAPO's interval (25-50 %): tied
+    assert list(t["our rank"]) == ["tied (2–3)", "tied (2–3)", "1"] and "diff" not in t.columns  # no "ours − paper"
 
 
 def test_collapsed_seeds_are_flagged_and_missing_values_print_as_dashes(tmp_path):
@@ -199,3 +268,55 @@ def test_tables_pool_every_seed_of_a_method_across_artefacts(tmp_path):
     t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
     assert t.loc["DelTA", "seeds"] == 3 and t.loc["SAPO", "seeds"] == 1
     assert t.loc["DelTA", "ours"] == pytest.approx(100 * (2 + 3 + 4) / 24)
+
+
+def test_two_seed_methods_show_seed_values_in_tables_and_learning(tmp_path):
+    plan = _plan(tmp_path, seeds=(0, 1))
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, {"DAPO": 4, "DelTA": 6, "SAPO": 5, "Bottom-50%": 2}[r.method])
+    _run(runs, warm_start_dir(runs, "tiny-qwen3", "math").name, "warm start", 0, 2)
+    s = learning_summary(plan, runs).loc[("tiny-qwen3", "math", "DelTA")]
+    assert s["gain"] == pytest.approx(50.0) and math.isnan(s["gain low"])  # both seeds +50: no "[50, 50]"
+    assert s["gain shown"] == "50.0 (seeds: 50.0, 50.0)" and s["learns"] == "no interval (2 seeds)"
+    t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
+    assert math.isnan(t.loc["DelTA", "Δ low"]) and t.loc["DelTA", "ours shown"] == "75.00 (seeds: 75.00, 75.00)"
+    assert t.loc["DelTA", "our rank"] == "not ranked (2 seeds)"
+
+
+def _floor_plan(tmp_path):
+    raw = yaml.safe_load(open("configs/smoke.yaml"))
+    held = raw["tasks"]["math"]["eval"]["chain_sum-heldout"]
+    raw["tasks"]["math"]["select"] = "dev"
+    raw["tasks"]["math"]["eval"] = {"dev": held, "held": held, "hard": held}
+    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO", "DelTA"],
+                                        "seeds": [0, 1, 2]}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    return load_plan(tmp_path / "plan.yaml")
+
+
+def _eval(runs, run_id, method, seed, correct: dict):
+    "eval.csv with 4 problems x 2 samples per benchmark; correct[benchmark] = how many of the 8 are correct."
+    rows = [dict(run_id=run_id, method=method, seed=seed, benchmark=b, problem_id=f"p{i // 2}", sample=i % 2,
+                 correct=i < n, parseable=True, length=3, completion="x") for b, n in correct.items() for i in range(8)]
+    save_results(pd.DataFrame(rows), runs / run_id / "eval.csv")
+    (runs / run_id / "DONE").write_text(json.dumps({"selection": []}))
+
+
+def test_a_benchmark_below_one_percent_for_every_method_is_a_floor(tmp_path):
+    plan = _floor_plan(tmp_path)
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():  # 'hard': nobody solves anything; 'held': DelTA 6 of 8 + seed, DAPO 2 + seed
+        _eval(runs, rid, r.method, r.seed, {"dev": 1, "held": (5 if r.method == "DelTA" else 1) + r.seed, "hard": 0})
+    t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
+    assert t.attrs["floors"] == {"hard": 0.0} and "hard (floor)" in t.columns and "hard" not in t.columns
+    # the average is over 'held' only: with 'hard' in it DelTA would be at (75 + 0) / 2 = 37.5 %
+    assert t.loc["DelTA", "ours"] == pytest.approx(100 * 6 / 8) and t.loc["DAPO", "ours"] == pytest.approx(100 * 2 / 8)
+    assert t.loc["DelTA", "our rank"] == "1" and t.loc["DAPO", "our rank"] == "2"  # separated intervals: ranked
+    caption = table_report(plan, "table1_main", runs)[1]
+    assert "At the floor" in caption and "hard (best 0.00 %)" in caption and "avg@k over held;" in caption
+    # one method above 1 % on it: a comparison again, not a floor
+    rid = next(r for r, run in plan.runs.items() if run.method == "DelTA" and run.seed == 0)
+    (runs / rid / "eval.csv").unlink()
+    _eval(runs, rid, "DelTA", 0, {"dev": 1, "held": 5, "hard": 1})
+    assert compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base").attrs["floors"] == {}

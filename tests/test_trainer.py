@@ -93,6 +93,31 @@ def test_memory_and_recompute_proxy_caches_agree(make_trainer):
     torch.testing.assert_close(outs["memory"]["advantages"], outs["recompute"]["advantages"], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("spg", [2, 1])  # 2: TRL's old-log-prob pass carries the capture; 1: one extra pass
+def test_host_proxy_cache_agrees_with_memory_holds_micro_batches_and_adds_no_forward_pass(make_trainer, spg, monkeypatch):
+    outs, passes, kept = {}, {}, []
+    host_coefficients = DeltaGRPOTrainer._host_coefficients
+    def spy(self, captured, *a):
+        kept.extend(captured["hidden"])
+        return host_coefficients(self, captured, *a)
+    monkeypatch.setattr(DeltaGRPOTrainer, "_host_coefficients", spy)
+    for cache in ("memory", "host"):
+        tr = make_trainer(credit_assignment="delta", proxy_cache=cache, per_device_train_batch_size=4,
+                          steps_per_generation=spg, gradient_accumulation_steps=1)
+        n = [0]
+        h = tr.model.model.register_forward_hook(lambda *a: n.__setitem__(0, n[0] + 1))
+        _, outs[cache] = generation_batch(tr)
+        h.remove()
+        passes[cache] = n[0]
+    torch.testing.assert_close(outs["host"]["completion_ids"], outs["memory"]["completion_ids"])
+    torch.testing.assert_close(outs["host"]["advantages"], outs["memory"]["advantages"], atol=1e-5, rtol=1e-5)
+    assert passes["host"] == passes["memory"]  # the hidden states of the same pass, kept elsewhere
+    B, T = outs["host"]["completion_ids"].shape
+    # one (b, T, d) tensor per forward micro-batch of 4, in host memory; together the whole generation batch
+    assert len(kept) == B // 4 and all(k.device.type == "cpu" and k.shape[:2] == (4, T) for k in kept)
+    assert sum(k.shape[0] for k in kept) == B
+
+
 def _params_after_training(make_trainer, **kw):
     tr = make_trainer(optim="sgd", learning_rate=0.5, max_grad_norm=1e9, lr_scheduler_type="constant", **kw)
     tr.train()
@@ -262,3 +287,19 @@ def test_five_step_run_per_method(make_trainer, method):
                 assert key in first, key
     if method == "FIPO":
         assert any("fipo/weight_mean" in l for l in tr.state.log_history)
+
+
+@pytest.mark.parametrize("method", ["DAPO", "DelTA", "Bottom-50%"])
+def test_every_rollout_batch_logs_the_step_size_diagnostics(make_trainer, method):
+    from delta_repro.trainer import credit_diagnostics
+    tr = make_trainer(**METHODS[method])
+    _, out = generation_batch(tr)
+    _, plain = generation_batch(make_trainer(credit_assignment="none"))  # same seed: the same Â (B,)
+    logged = {k.removeprefix("credit/"): v[-1] for k, v in tr._metrics["train"].items() if k.startswith("credit/")}
+    mask = out["completion_mask"]
+    w = out["advantages"] / plain["advantages"][:, None] if out["advantages"].ndim == 2 else torch.ones_like(mask)
+    w = torch.where(plain["advantages"][:, None] != 0, w, 0.0)  # the weight where Â != 0 (Â·w / Â)
+    expect = credit_diagnostics(plain["advantages"], w.double(), mask, (w > 0) if method == "Bottom-50%" else None)
+    assert logged["zero_adv_share"] == pytest.approx(expect["zero_adv_share"]) and "step_multiplier" in logged
+    assert logged["step_multiplier"] == pytest.approx(expect["step_multiplier"], rel=1e-5)
+    assert ("selected_zero_adv_share" in logged) == (method == "Bottom-50%")
