@@ -277,6 +277,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                         'delta_repro/reporting.py'),
                                        'delta_repro.reporting.evidence_ranks': ( 'reporting.html#evidence_ranks',
                                                                                  'delta_repro/reporting.py'),
+                                       'delta_repro.reporting.gain_ci': ('reporting.html#gain_ci', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.judge_claims': ('reporting.html#judge_claims', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.key_numbers': ('reporting.html#key_numbers', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.latex_escape': ('reporting.html#latex_escape', 'delta_repro/reporting.py'),

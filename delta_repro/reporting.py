@@ -7,7 +7,7 @@ figures, the claim checks, and the analyses drawn from a real rollout batch (Fig
 __all__ = ['PAPER_METHODS', 'METRICS', 'CREDIT_COLUMNS', 'REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT',
            'PAPER_CLAIMS', 'TOKEN_CLASSES', 'paper_results', 'method_summary', 'artefact_eval_paths', 'run_scores',
            'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_scores', 'warm_start_dir',
-           'warm_start_accuracy', 'learning_summary', 'training_logs', 'learning_curves', 'plot_dynamics',
+           'gain_ci', 'warm_start_accuracy', 'learning_summary', 'training_logs', 'learning_curves', 'plot_dynamics',
            'plot_learning', 'reward_summary', 'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks',
            'compare_with_paper', 'table_report', 'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape',
            'write_table', 'save_figure', 'claim', 'judge_claims', 'check_claims', 'step_size_notes', 'key_numbers',
@@ -166,11 +166,30 @@ def warm_start_dir(runs_dir: str | Path, backbone: str, task: str) -> Path:
     "Where the evaluation of a backbone's warm start (the policy every RL run of it starts from) is kept."
     return Path(runs_dir) / f"{backbone}__{task}__warm-start"
 
-def _problem_means(path, bench) -> np.ndarray:
-    "Per-problem accuracy (%) over the samples, pooled over `bench`: their mean is the question-weighted Avg."
+def _problem_means(path, bench, metric: str = "primary") -> np.ndarray:
+    """Per-problem accuracy (%) over the samples, pooled over `bench`: their mean is the question-weighted Avg.
+    `metric`: "primary" (the right answer in any form, column `lenient`, where the results have it; else the strict
+    verifier), "strict" (column `correct`) or "unparseable" (share of answers the verifier cannot read)."""
     df = load_results(path)
     df = df[df["benchmark"].isin(bench)]
-    return 100 * df.groupby(["benchmark", "problem_id"])["correct"].mean().to_numpy(float)
+    if metric == "unparseable": col = df.assign(u=~df["parseable"].astype(bool))["u"] if "parseable" in df else None
+    else: col = df["lenient"] if metric == "primary" and "lenient" in df else df["correct"]
+    if col is None: return np.array([])
+    return 100 * col.astype(float).groupby([df["benchmark"], df["problem_id"]]).mean().to_numpy(float)
+
+def gain_ci(after, warm_problems, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0):
+    """(gain, low, high) in points: mean of `after` (one accuracy per training seed) minus the warm start's accuracy
+    (the mean of `warm_problems`, its per-problem accuracies), with a percentile bootstrap that resamples both the
+    seeds and the warm start's problems, so the warm start's own evaluation noise is inside the interval. Below 3 seeds
+    the interval is (nan, nan): two values make no interval. Raises `ValueError` on an empty input."""
+    a, w = np.asarray(after, float), np.asarray(warm_problems, float)
+    if a.size == 0 or w.size == 0: raise ValueError("after and warm_problems must be non-empty")
+    g = float(a.mean() - w.mean())
+    if a.size < 3: return g, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boots = a[rng.integers(0, a.size, (n_resamples, a.size))].mean(1) - w[rng.integers(0, w.size, (n_resamples, w.size))].mean(1)
+    lo, hi = np.quantile(boots, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return g, float(lo), float(hi)
 
 def warm_start_accuracy(plan, runs_dir: str | Path, backbone: str, task: str, benchmarks: list | None = None):
     """(accuracy, low, high) in percent of a backbone's evaluated warm start on `benchmarks` (default
@@ -182,9 +201,12 @@ def warm_start_accuracy(plan, runs_dir: str | Path, backbone: str, task: str, be
 
 def learning_summary(plan, runs_dir: str | Path) -> pd.DataFrame:
     """Did RL learn? One row per (backbone, task, method) with evaluated runs: training seeds, held-out accuracy
-    (%, report benchmarks, i.e. the evaluation sets, not the selection set) of the warm start with its 95 % bootstrap
+    (%, report benchmarks, i.e. the evaluation sets, not the selection set; the primary metric: the right answer in
+    any form, `evaluation.answer_correct`, where the results have it) of the warm start with its 95 % bootstrap
     interval over problems, after RL (mean over seeds, 95 % bootstrap interval over seeds from 3 seeds up), the gain
-    after − warm start (interval over seeds; the warm start's own evaluation noise, its interval, is not added),
+    after − warm start (`gain_ci`: the interval resamples seeds and the warm start's problems, so the warm start's own
+    evaluation noise is inside it); beside them the strict verifier's accuracy and gain and the share of unparseable
+    answers, before and after RL,
     `gain shown` (the gain with its interval, or with each seed's gain below 3 seeds: two values make no interval),
     `seed values` (after RL, one per seed), `learns` ("yes" when the gain's interval excludes 0 from above, "no"
     when it does not, "no interval (2 seeds)", "one seed", or "no warm start") and `below warm start`: the seeds
@@ -194,22 +216,34 @@ def learning_summary(plan, runs_dir: str | Path) -> pd.DataFrame:
     rows = []
     for (bb, task, method), ids in groups.items():
         bench = report_benchmarks(plan, task)
-        after = {}
+        after, strict, unparse = {}, {}, {}
         for rid in ids:
             p = Path(runs_dir) / rid / "eval.csv"
-            if p.exists(): after[plan.runs[rid].seed] = float(np.mean(_problem_means(p, bench)))
+            if not p.exists(): continue
+            after[plan.runs[rid].seed] = float(np.mean(_problem_means(p, bench)))
+            strict[plan.runs[rid].seed] = float(np.mean(_problem_means(p, bench, "strict")))
+            u = _problem_means(p, bench, "unparseable")
+            if u.size: unparse[plan.runs[rid].seed] = float(np.mean(u))
         if not after: continue
+        ws_path = warm_start_dir(runs_dir, bb, task) / "eval.csv"
+        ws_problems = _problem_means(ws_path, bench) if ws_path.exists() else np.array([])
         ws = warm_start_accuracy(plan, runs_dir, bb, task, bench)
         w, wlo, whi = ws or (np.nan, np.nan, np.nan)
         m, lo, hi = mean_ci(list(after.values()))
         gains = [a - w for a in after.values()] if ws else []
-        g, glo, ghi = mean_ci(gains) if gains else (np.nan, np.nan, np.nan)
+        g, glo, ghi = gain_ci(list(after.values()), ws_problems) if ws and ws_problems.size else (np.nan, np.nan, np.nan)
+        ws_strict = float(np.mean(_problem_means(ws_path, bench, "strict"))) if ws else np.nan
+        ws_unp = _problem_means(ws_path, bench, "unparseable") if ws else np.array([])
         learns = ("no warm start" if not ws else "one seed" if len(after) == 1 else
                   f"no interval ({len(after)} seeds)" if not np.isfinite(glo) else "yes" if glo > 0 else "no")
         below = [s for s, a in after.items() if ws and a < wlo]
         rows.append({"backbone": bb, "task": task, "method": method, "seeds": len(after), "warm start": w,
                      "warm start low": wlo, "warm start high": whi, "after RL": m, "after RL low": lo,
                      "after RL high": hi, "gain": g, "gain low": glo, "gain high": ghi,
+                     "warm start (strict)": ws_strict, "after RL (strict)": float(np.mean(list(strict.values()))),
+                     "gain (strict)": float(np.mean(list(strict.values()))) - ws_strict,
+                     "unparseable % (warm start)": float(np.mean(ws_unp)) if ws_unp.size else np.nan,
+                     "unparseable % (after RL)": float(np.mean(list(unparse.values()))) if unparse else np.nan,
                      "gain shown": estimate_text(gains, 1) if gains else "—", "learns": learns,
                      "seed values": ", ".join(f"{a:.2f}" for a in after.values()),
                      "below warm start": ", ".join(f"s{s}" for s in below) or "none"})

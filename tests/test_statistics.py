@@ -320,3 +320,38 @@ def test_a_benchmark_below_one_percent_for_every_method_is_a_floor(tmp_path):
     (runs / rid / "eval.csv").unlink()
     _eval(runs, rid, "DelTA", 0, {"dev": 1, "held": 5, "hard": 1})
     assert compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base").attrs["floors"] == {}
+
+
+def test_gain_ci_puts_the_warm_starts_noise_inside_the_interval():
+    from delta_repro.reporting import gain_ci
+    after = [30.0, 31.0, 29.0, 30.0]
+    g, lo, hi = gain_ci(after, [20.0] * 50)               # a noiseless warm start: only the seeds vary
+    assert g == 10.0 and 9.0 <= lo < 10 < hi <= 11.0
+    noisy = [0.0, 40.0] * 25                               # same mean, per-problem spread 20 points
+    g2, lo2, hi2 = gain_ci(after, noisy)
+    assert g2 == 10.0 and lo2 < lo - 3 and hi2 > hi + 3    # SE 20/sqrt(50) = 2.8 widens it both ways
+    assert np.isnan(gain_ci([30.0, 31.0], noisy)[1])      # two seeds: no interval
+    with pytest.raises(ValueError, match="non-empty"):
+        gain_ci([], noisy)
+
+
+def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
+    import yaml
+    from delta_repro.experiments import load_plan
+    from delta_repro.reporting import learning_summary, warm_start_dir
+    from pathlib import Path
+    raw = yaml.safe_load((Path(__file__).parents[1] / "configs" / "smoke.yaml").read_text())
+    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO"], "seeds": [0, 1, 2]}}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    plan = load_plan(tmp_path / "plan.yaml")
+    def write(d, correct, lenient, parseable):
+        d.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"benchmark": "basic_arithmetic", "problem_id": range(4), "sample": 0, "correct": correct,
+                      "lenient": lenient, "parseable": parseable, "length": 5, "completion": "x"}).to_csv(d / "eval.csv", index=False)
+    runs = tmp_path / "runs"
+    write(warm_start_dir(runs, "tiny-qwen3", "math"), [1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 0, 1])  # strict 25, lenient 50
+    for rid in plan.runs: write(runs / rid, [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1])              # strict 50, lenient 50
+    row = learning_summary(plan, runs).iloc[0]
+    assert row["warm start"] == 50 and row["after RL"] == 50 and row["gain"] == 0      # format learned, correctness not
+    assert row["gain (strict)"] == 25 and row["unparseable % (warm start)"] == 50 and row["unparseable % (after RL)"] == 0
+    assert row["learns"] == "no"
