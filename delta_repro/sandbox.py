@@ -205,7 +205,7 @@ def _functional(code, req_fd, rep_fd):
                 out = []
                 for v in fn:
                     if len(out) == req["limit"]: raise OverflowError
-                    out.append(enc(v))
+                    out.append(enc(v, 1))  # inside the list sent back
             else:
                 out = enc(fn(*dec(req["args"]), **{k: dec(v) for k, v in req["kwargs"].items()}))
             reply = json.dumps({"value": out})
