@@ -208,13 +208,14 @@ def _forged(value: str) -> str:
 P61 = "(2**61 - 1)"  # every multiple of 2**61 - 1 hashes to 0 in CPython
 STALLING = [  # (name, code, tests, why): replies built to cost the parent minutes (issue 21); `why` is in `stopped`
     ("set of 70,000 ints sharing one hash", _forged(f"'{{\"set\": [' + ','.join(str({P61} * i) for i in range(1, 70_001)) + ']}}'"),
-     ["assert add(1, 2) == {3}"], "share one hash value"),
+     ["assert add(1, 2) == {3}"], "sharing a hash value"),
     ("dict of 70,000 ints sharing one hash", _forged(f"'{{\"dict\": [' + ','.join('[%d, 0]' % ({P61} * i) for i in range(1, 70_001)) + ']}}'"),
-     ["assert add(1, 2) == {3: 0}"], "share one hash value"),
+     ["assert add(1, 2) == {3: 0}"], "sharing a hash value"),
     ("list of 70,000 such ints, hashed by the test", f"def add(a, b): return [{P61} * i for i in range(1, 70_001)]",
-     ["assert set(add(1, 2)) == {3}"], "share one hash value"),
-    ("five such ints per call, two calls", f"def add(a, b): return tuple({P61} * (i + 5 * a) for i in range(1, 6))",
-     ["assert len(set(add(0, 0)) | set(add(1, 0))) == 3"], "share one hash value"),
+     ["assert set(add(1, 2)) == {3}"], "sharing a hash value"),
+    ("1,500 such ints per call, two calls (each call alone passes)",
+     f"def add(a, b): return tuple({P61} * (i + 1_500 * a) for i in range(1, 1_501))",
+     ["assert len(set(add(0, 0))) == 1_500", "assert len(set(add(0, 0)) | set(add(1, 0))) == 3"], "sharing a hash value"),
     ("1,100,000 values (2.2 MB, under the byte cap)", _forged("'[' + '0,' * 1_100_000 + '0]'"), ["assert add(1, 2) == 3"],
      "1,000,000 values"),
     ("nested 150 deep", _forged("'[' * 150 + ']' * 150"), ["assert add(1, 2) == 3"], "nested deeper than 100"),
@@ -225,12 +226,12 @@ STALLING = [  # (name, code, tests, why): replies built to cost the parent minut
 
 @needs_sandbox
 @pytest.mark.parametrize("name, code, tests, why", STALLING, ids=[s[0] for s in STALLING])
-def test_a_reply_built_to_stall_the_parent_scores_zero_within_the_deadline(name, code, tests, why):
+def test_a_reply_built_to_stall_the_parent_is_stopped_within_the_deadline(name, code, tests, why):
     # before issue 21 rebuilding the first set took the parent 46 s, whatever the run's deadline
     t0 = time.monotonic()
     r = run_tests_sandboxed(code, tests, timeout_s=4)
     elapsed = time.monotonic() - t0
-    assert r == (0, len(tests)) and why in (r.stopped or ""), (name, r)
+    assert r == (len(tests) - 1, len(tests)) and why in (r.stopped or ""), (name, r)  # the last test is stopped
     assert elapsed < 4, f"{name}: {elapsed:.1f} s"  # the deadline itself; about 0.5 s here
 
 
@@ -266,6 +267,10 @@ LEGIT = [
      ["import math, sys\nassert fact(3000) == math.factorial(3000)", "assert fact(5) == 120"], "functional"),
     ("MBPP style", "def similar_elements(a, b): return tuple(set(a) & set(b))",
      ["assert set(similar_elements((3, 4, 5, 6), (5, 7, 4, 10))) == set((4, 5))"], "functional"),
+    ("powers of two and -1, -2: values that share hash values", "def pows(n): return [2 ** i for i in range(n)]\n"
+     "def signs(n): return [-1 - i % 2 for i in range(n)]\n",  # 2**i and 2**(i + 61) share a hash value, as -1 and -2
+     ["assert pows(2_000) == [2 ** i for i in range(2_000)] and len(set(pows(2_000))) == 2_000",
+      "assert set(signs(200_000)) == {-1, -2}"], "functional"),
     ("large replies within the caps", "def evens(n): return list(range(0, 2 * n, 2))\n"
      "def squares(n): return {i * i for i in range(n)}\n"
      "def pairs(n): return {(-1 - i % 2, i): -1 - i % 2 for i in range(n)}\n",  # hash(-1) == hash(-2): a natural pair
