@@ -95,6 +95,11 @@ def load_plan(path: str | Path) -> Plan:
     for key in ("trainer", "selection", "evaluation", "backbones", "tasks", "artefacts"):
         if not isinstance(raw[key], dict): raise ValueError(f"plan {path}: '{key}' must be a mapping")
     _check_plan_tables(raw, path)
+    if "processes" in raw:  # the data-parallel processes the trainer block's batch is written for (run_settings)
+        if not _nonneg_int(raw["processes"]) or raw["processes"] < 1:
+            raise ValueError(f"plan {path}: processes must be a positive int, got {raw['processes']!r}")
+        for key in ("per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation"):
+            if key not in raw["trainer"]: raise ValueError(f"plan {path}: a plan with 'processes' must set trainer.{key}")
     plan = Plan(profile=raw["profile"], raw=raw)
     for name, spec in raw["artefacts"].items():
         if name.split("@")[0] not in ARTEFACTS:  # "table1_main@14b": a second instance of an artefact
@@ -354,7 +359,7 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     model, tok, template = build_backbone(plan, run.backbone, run.task)
     sel = plan.raw["selection"]
     every = int(sel.get("every", 0))
-    kw = run_settings(plan, run)
+    kw = run_settings(plan, run, num_processes=_world_size())
     # live logs: TensorBoard under <runs>/../tensorboard/<run_id> (`tensorboard --logdir runs/`), unless the plan or
     # backbone sets `trainer.report_to` (e.g. "wandb"); transformers reads the directory from the environment
     report_to = kw.pop("report_to", "tensorboard" if importlib.util.find_spec("tensorboard") else "none")
@@ -381,11 +386,33 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     shutil.rmtree(out / "trainer", ignore_errors=True)  # checkpoints were only for resuming
     return out
 
-def run_settings(plan: Plan, run: Run) -> dict:
+def _world_size() -> int:
+    "Data-parallel processes of this launch: WORLD_SIZE, which `accelerate launch` (torchrun) sets in each; else 1."
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+def run_settings(plan: Plan, run: Run, num_processes: int | None = None) -> dict:
     """The trainer settings of a run: the plan's `trainer` block, then its backbone's `trainer` overrides (e.g. a
     smaller batch for a 135M model on CPU), then the method's switches (`METHODS`). Identical for every method of
-    a backbone, so no method is tuned on its own."""
-    return {**plan.raw["trainer"], **(plan.raw["backbones"][run.backbone].get("trainer") or {}), **METHODS[run.method]}
+    a backbone, so no method is tuned on its own.
+
+    A plan states the data-parallel processes its batch is written for (`processes`; the paper plan: 8 GPUs). Run on
+    `num_processes` others, `gradient_accumulation_steps` and `steps_per_generation` are rescaled so that an
+    optimizer step still sees per_device_train_batch_size × gradient_accumulation_steps × processes completions
+    (512 in the paper, Table 5) and a generation batch as many rollouts: two nodes of 8 GPUs halve both. None, or a
+    plan without `processes`: as written. Raises `ValueError` if the step's completions cannot be split evenly over
+    `num_processes` × per_device_train_batch_size."""
+    kw = {**plan.raw["trainer"], **(plan.raw["backbones"][run.backbone].get("trainer") or {}), **METHODS[run.method]}
+    written_for = plan.raw.get("processes")
+    if num_processes is None or written_for is None or num_processes == written_for: return kw
+    _check_number("num_processes", num_processes, 1, integer=True)
+    per_device, ga, spg = kw["per_device_train_batch_size"], kw["gradient_accumulation_steps"], kw["steps_per_generation"]
+    per_update = per_device * ga * written_for
+    if per_update % (per_device * num_processes) or spg % ga:
+        raise ValueError(f"num_processes: the {per_update} completions of an optimizer step (per_device_train_batch_size "
+                         f"{per_device} × gradient_accumulation_steps {ga} × {written_for} processes) cannot be split "
+                         f"evenly over {num_processes} processes")
+    new_ga = per_update // (per_device * num_processes)
+    return {**kw, "gradient_accumulation_steps": new_ga, "steps_per_generation": spg // ga * new_ga}
 
 def eval_settings(plan: Plan, run: Run) -> dict:
     "The evaluation settings of a run: the plan's `evaluation` block, then its backbone's `evaluation` overrides."

@@ -74,8 +74,9 @@ class DeltaGRPOConfig(GRPOConfig):
     fipo_safety_ratio: float = field(default=10.0, metadata={"help": "Tokens with ratio above this are left out of "
         "the future-KL sum."})
     fipo_chunk: int = field(default=128, metadata={"help": "Chunk length of the discounted future sum."})
-    max_prompt_length: int | None = field(default=None, metadata={"help": "Prompts longer than this many tokens are "
-        "dropped by delta_repro.data (TRL 1.16 has no prompt truncation); recorded for the Table 5 dump."})
+    max_prompt_length: int | None = field(default=None, metadata={"help": "Prompts longer than this many tokens keep "
+        "their last max_prompt_length tokens (left truncation, as the authors' verl run; TRL 1.16 has no prompt "
+        "limit). None: no limit."})
     overlong_buffer: int = field(default=0, metadata={"help": "DAPO soft overlong penalty buffer in tokens (0: off); "
         "see overlong_penalty()."})
     overlong_penalty_factor: float = field(default=1.0, metadata={"help": "Maximum overlong penalty."})
@@ -90,6 +91,7 @@ class DeltaGRPOConfig(GRPOConfig):
         _check_number("token_selection_ratio", self.token_selection_ratio, 0, open_low=True, high=1)
         _check_number("delta_proxy_topk", self.delta_proxy_topk, 1, integer=True)
         # the overlong-penalty and FIPO fields are checked here, not at their first use minutes into a run
+        if self.max_prompt_length is not None: _check_number("max_prompt_length", self.max_prompt_length, 1, integer=True)
         _check_number("overlong_buffer", self.overlong_buffer, 0, integer=True)
         if self.overlong_buffer and self.max_completion_length is not None and self.overlong_buffer >= self.max_completion_length:
             raise ValueError(f"overlong_buffer ({self.overlong_buffer}) must be < max_completion_length "
@@ -201,6 +203,7 @@ class DeltaGRPOTrainer(GRPOTrainer):
       completion tokens (no extra forward pass); during the loss, applies FIPO's future-KL weights.
     - `_calculate_rewards`: remembers the rewards to detect equal-reward groups.
     - `_compute_loss`: only for FIPO, gives the loss a private copy of the inputs it may re-weight.
+    - `_tokenize_prompts`: cuts each prompt to its last `max_prompt_length` tokens.
 
     With `credit_assignment="none"` the trainer is TRL's, bit for bit (except the equal-reward fix). Raises
     `ValueError` if `args` is not a `DeltaGRPOConfig`, or if DelTA is on and the model's final hidden states cannot
@@ -243,6 +246,28 @@ def _zero_equal_reward_groups(self: DeltaGRPOTrainer, out):
     if local.any():
         adv = out["advantages"]
         out["advantages"] = torch.where(local.view(-1, *[1] * (adv.ndim - 1)), torch.zeros_like(adv), adv)
+
+# %% ../nbs/03_trainer.ipynb #a3c5e7f1
+@patch
+def _tokenize_prompts(self: DeltaGRPOTrainer, prompts: list):
+    """TRL's tokenized prompts (a list of token-id lists, images, multimodal fields), each prompt cut to its last
+    `args.max_prompt_length` tokens (left truncation, as the paper's runs; None: uncut). Logs the share of prompts
+    cut (`prompts/truncated_frac`). Raises `ValueError` if a prompt with images or other multimodal fields is too
+    long: their tokens cannot be cut apart from the pixels they stand for."""
+    prompt_ids, images, multimodal_fields = super(DeltaGRPOTrainer, self)._tokenize_prompts(prompts)
+    n = self.args.max_prompt_length
+    if n is None or not prompt_ids: return prompt_ids, images, multimodal_fields
+    cut = [len(ids) > n for ids in prompt_ids]
+    self._metrics["train" if self.model.training else "eval"]["prompts/truncated_frac"].append(sum(cut) / len(cut))
+    if not any(cut): return prompt_ids, images, multimodal_fields
+    per_token = lambda v: isinstance(v, list) and len(v) == len(prompt_ids) and all(
+        hasattr(x, "__len__") and len(x) == len(ids) for x, ids in zip(v, prompt_ids))
+    if images is not None or not all(map(per_token, multimodal_fields.values())):
+        raise ValueError(f"max_prompt_length={n}: a prompt of {max(map(len, prompt_ids))} tokens comes with images or "
+                         "other inputs that cannot be cut with it; raise max_prompt_length or filter the dataset")
+    # a field with one entry per prompt token (token_type_ids) is cut like the ids
+    fields = {k: [x[-n:] if c else x for x, c in zip(v, cut)] for k, v in multimodal_fields.items()}
+    return [ids[-n:] if c else ids for ids, c in zip(prompt_ids, cut)], images, fields
 
 # %% ../nbs/03_trainer.ipynb #cae091ab
 @patch

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from accelerate.commands.config.config_args import load_config_from_file
 
-from delta_repro.experiments import load_plan
+from delta_repro.experiments import load_plan, run_settings
 from delta_repro.trainer import PAPER_PROMPTS, PAPER_ROLLOUTS, PAPER_UPDATES, paper_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +33,15 @@ def test_config_agrees_with_paper_config(path, tmp_path):
     generation_batch = args.per_device_train_batch_size * args.steps_per_generation * cfg.num_processes
     assert generation_batch == PAPER_PROMPTS * PAPER_ROLLOUTS and generation_batch // per_update == PAPER_UPDATES
     assert generation_batch % args.num_generations == 0
+    # the paper plan as train_run launches it under this config (WORLD_SIZE = its processes): the same batch; the plan's
+    # 8-GPU gradient accumulation used as written gave 1,024 completions per update on two nodes (issue 21)
+    plan = load_plan(ROOT / "configs" / "paper.yaml")
+    for run in plan.runs.values():
+        kw = run_settings(plan, run, num_processes=cfg.num_processes)
+        assert kw["per_device_train_batch_size"] * kw["gradient_accumulation_steps"] * cfg.num_processes == 512
+        assert kw["per_device_train_batch_size"] * kw["steps_per_generation"] * cfg.num_processes == 2048
+        assert (kw["gradient_accumulation_steps"], kw["steps_per_generation"]) == (args.gradient_accumulation_steps,
+                                                                                  args.steps_per_generation)
     # mixed precision: the config's bf16 is the trainer's bf16
     assert cfg.mixed_precision == "bf16" and args.bf16
     if raw["distributed_type"] == "DEEPSPEED":
@@ -44,6 +53,16 @@ def test_config_agrees_with_paper_config(path, tmp_path):
         assert fs["fsdp_version"] == 2 and fs["fsdp_auto_wrap_policy"] == "TRANSFORMER_BASED_WRAP"
         # transformers refuses to start when both FSDP's and the trainer's activation checkpointing are on
         assert not (fs.get("fsdp_activation_checkpointing") and args.gradient_checkpointing)
+
+
+def test_plan_batch_is_rescaled_to_the_launch_or_refused():
+    plan = load_plan(ROOT / "configs" / "paper.yaml")
+    run = next(iter(plan.runs.values()))
+    assert run_settings(plan, run) == run_settings(plan, run, num_processes=8)  # as written: 4 × 16 × 8 = 512
+    assert run_settings(plan, run, num_processes=32)["gradient_accumulation_steps"] == 4
+    for bad in (3, 256, 0):  # 512 completions over 3 or 256 processes of 4: not whole micro-batches
+        with pytest.raises(ValueError, match="num_processes"):
+            run_settings(plan, run, num_processes=bad)
 
 
 def test_paper_plan_matches_the_config_reproduce_sh_launches():

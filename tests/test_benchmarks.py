@@ -28,12 +28,21 @@ def test_precision_benchmark_isolates_storage_error_from_arithmetic(tmp_path):
 def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     out = tmp_path / "g.json"
     subprocess.run([sys.executable, "benchmarks/graders.py", "--scale", "0.25", "--timeout", "1", "--repeats", "1",
-                    "--json", str(out)], cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
+                    "--batch", "16", "--adversarial-batch", "14", "--collision-n", "5000", "--json", str(out)],
+                   cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
     r = json.loads(out.read_text())
     shapes = {s["shape"]: s for s in r["shapes"]}
     assert {"newlines", "boxed_open", "sympy_blowup"} <= set(shapes)
     assert all(s["two_n"]["grade"] < 1 + 1 for s in r["shapes"])  # every call within timeout_s (plus slack)
     assert shapes["newlines"]["n"]["chars"] == 10_000 and shapes["newlines"]["two_n"]["chars"] == 20_000
+    # the junk answers of issue 21 grade wrong; the throughput is measured on the batches asked for
+    assert len(r["degenerate"]) >= 5 and all(d["grade"] is False for d in r["degenerate"])
+    real, junk = r["throughput"]["realistic"], r["throughput"]["adversarial"]
+    assert (real["n"], junk["n"]) == (16, 14) and real["per_second"] > 0 and junk["per_second"] > 0
+    assert 0 < real["mean_reward"] < 1 and real["mean_chars"] > 8_000  # a few thousand tokens, some right, some wrong
+    assert junk["logged"]["math/rejected_frac"] > 0
+    if "hostile" in r.get("sandbox", {}):  # replies built to stall the parent all score 0
+        assert r["sandbox"]["hostile"] and all(h["passed"] == 0 and h["stopped"] for h in r["sandbox"]["hostile"])
 
 
 @pytest.mark.parametrize("script, args, msg", [
@@ -44,7 +53,7 @@ def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     ("coefficients.py", ["--json", "README.md"], "never overwritten"),
     ("overhead.py", ["--csv", "README.md"], "never overwritten"),
     ("graders.py", ["--json", "README.md"], "never overwritten"), ("graders.py", ["--scale", "0"], "--scale"),
-    ("graders.py", ["--timeout", "0"], "--timeout")])
+    ("graders.py", ["--timeout", "0"], "--timeout"), ("graders.py", ["--batch", "0"], "--batch")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)

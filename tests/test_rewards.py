@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from delta_repro.rewards import (choice_reward, code_reward, extract_boxed, extract_choice, extract_final_answer,
-                                 grade_math, math_reward, run_tests_sandboxed)
+from delta_repro.rewards import (MAX_ANSWER_CHARS, MAX_ANSWER_DEPTH, answer_rejection, choice_reward, code_reward,
+                                 extract_boxed, extract_choice, extract_final_answer, grade_math, math_reward,
+                                 run_tests_sandboxed)
 
 GRADING = [
     # (completion, gold, expected)
@@ -87,6 +88,64 @@ def test_a_40000_newline_completion_is_graded_within_timeout_s():
     assert grade_math("\n" * 40_000 + "\\boxed{42}", "42", timeout_s=5) is True
     assert grade_math("\n" * 40_000, "42", timeout_s=5) is None
     assert time.time() - t0 < 5
+
+
+JUNK = {  # short degenerate answers (issue 21): each took the whole 5-second timeout in math-verify's parser or sympy
+    "answer a, 40,000 spaces, b": "Answer: a" + " " * 40_000 + "b",
+    "boxed sum of 5,001 ones": "\\boxed{" + "1+" * 5_000 + "1}",
+    "boxed a, 20,000 spaces, b": "\\boxed{a" + " " * 20_000 + "b}",
+    "frac nested 300 deep": "\\boxed{" + "\\frac{1}{" * 300 + "2" + "}" * 300 + "}",
+    "answer of 15,000 x": "Answer: " + "x " * 15_000,
+    "braces nested 12 deep (a 26-character answer)": "\\boxed{" + "{" * 12 + "42" + "}" * 12 + "}",
+}
+
+
+@pytest.mark.parametrize("completion", JUNK.values(), ids=JUNK.keys())
+def test_junk_answers_are_wrong_at_once_without_a_parse(completion, monkeypatch):
+    import delta_repro.rewards as R
+    grade_math("\\boxed{1}", "1")  # math-verify's first import is not the grader's cost
+    t0 = time.time()
+    assert grade_math(completion, "42") is False
+    assert time.time() - t0 < 0.5  # about 0.002 s; each took 3.7-5.0 s before
+    monkeypatch.setattr(R, "_verify", lambda gold, answer: pytest.fail("parsed"))  # never handed to math-verify
+    assert grade_math(completion, "42") is False
+
+
+def test_answer_bounds_are_exact_and_leave_real_answers_alone():
+    assert answer_rejection("1" * MAX_ANSWER_CHARS) is None and "longer than 512" in answer_rejection("1" * (MAX_ANSWER_CHARS + 1))
+    assert answer_rejection("(" * MAX_ANSWER_DEPTH + ")" * MAX_ANSWER_DEPTH) is None
+    assert "deeper than 8" in answer_rejection("[" * (MAX_ANSWER_DEPTH + 1))
+    assert answer_rejection("()" * 20 + "{" * 8) is None  # depth, not the number of brackets
+    # every answer of the grading table passes the screen, so it grades as before (test_grading_table)
+    assert all(answer_rejection(extract_final_answer(c)) is None for c, _, e in GRADING if e is not None)
+    with pytest.raises(ValueError, match="answer"):
+        answer_rejection(None)
+
+
+def test_rejected_and_timed_out_answers_are_logged_apart(monkeypatch):
+    logged = {}
+    r = math_reward([r"\boxed{1}", JUNK["frac nested 300 deep"], "no answer", r"\boxed{2}"], ["1"] * 4,
+                    log_metric=logged.__setitem__)
+    assert r == [1.0, 0.0, 0.0, 0.0]
+    assert logged == {"math/unparseable_frac": 0.25, "math/rejected_frac": 0.25, "math/timeout_frac": 0.0}
+    import delta_repro.rewards as R
+    monkeypatch.setattr(R, "_verify", lambda gold, answer: time.sleep(30))  # stands for a sympy blow-up
+    monkeypatch.setattr(R, "GRADE_TIMEOUT_S", 1)
+    assert math_reward([r"\boxed{1}"], ["1"], log_metric=logged.__setitem__) == [0.0] and logged["math/timeout_frac"] == 1.0
+
+
+def test_grading_stays_linear_in_the_completion_length():
+    # junk answers cost the extraction only: twice the length, about twice the time (not four times)
+    grade_math("\\boxed{1}", "1")
+    def t(n):
+        text, best = "Answer: " + "x " * n, float("inf")
+        for _ in range(7):
+            t0 = time.perf_counter()
+            grade_math(text, "42")
+            best = min(best, time.perf_counter() - t0)
+        return best
+    small, large = t(100_000), t(400_000)
+    assert large < 12 * small  # 4x the length: about 4x the time, 16x if quadratic
 
 
 def test_a_slow_comparison_is_stopped_at_the_deadline(monkeypatch):

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import delta_repro.rewards as R
-from delta_repro.rewards import SandboxUnavailable, code_reward, run_tests_sandboxed, sandbox_status
+import delta_repro.sandbox as S
+from delta_repro.rewards import code_reward
+from delta_repro.sandbox import SandboxUnavailable, run_tests_sandboxed, sandbox_status
 
 ROOT = Path(__file__).resolve().parents[1]
 OK, WHY = sandbox_status()
@@ -192,6 +193,48 @@ def test_hostile_program_scores_zero_and_leaves_no_trace(name, code, tests, mode
     assert not strays, f"{name}: left {strays}"
 
 
+def _forged(value: str) -> str:
+    """A program whose `add` makes the harness reply `{"value": <value>}`, where `value` is a Python expression of the
+    JSON text: it replaces `json.dumps`, which the harness calls, so the object is never built in the sandbox."""
+    return ("import json\n_dumps = json.dumps\n"
+            "def _forge(obj, *a, **k):\n"
+            "    if type(obj) is dict and obj.get('value') == '@forged@':\n"
+            f"        return '{{\"value\": ' + {value} + '}}'\n"
+            "    return _dumps(obj, *a, **k)\n"
+            "json.dumps = _forge\n"
+            "def add(a, b): return '@forged@'\n")
+
+
+P61 = "(2**61 - 1)"  # every multiple of 2**61 - 1 hashes to 0 in CPython
+STALLING = [  # (name, code, tests, why): replies built to cost the parent minutes (issue 21); `why` is in `stopped`
+    ("set of 70,000 ints sharing one hash", _forged(f"'{{\"set\": [' + ','.join(str({P61} * i) for i in range(1, 70_001)) + ']}}'"),
+     ["assert add(1, 2) == {3}"], "sharing a hash value"),
+    ("dict of 70,000 ints sharing one hash", _forged(f"'{{\"dict\": [' + ','.join('[%d, 0]' % ({P61} * i) for i in range(1, 70_001)) + ']}}'"),
+     ["assert add(1, 2) == {3: 0}"], "sharing a hash value"),
+    ("list of 70,000 such ints, hashed by the test", f"def add(a, b): return [{P61} * i for i in range(1, 70_001)]",
+     ["assert set(add(1, 2)) == {3}"], "sharing a hash value"),
+    ("1,500 such ints per call, two calls (each call alone passes)",
+     f"def add(a, b): return tuple({P61} * (i + 1_500 * a) for i in range(1, 1_501))",
+     ["assert len(set(add(0, 0))) == 1_500", "assert len(set(add(0, 0)) | set(add(1, 0))) == 3"], "sharing a hash value"),
+    ("1,100,000 values (2.2 MB, under the byte cap)", _forged("'[' + '0,' * 1_100_000 + '0]'"), ["assert add(1, 2) == 3"],
+     "1,000,000 values"),
+    ("nested 150 deep", _forged("'[' * 150 + ']' * 150"), ["assert add(1, 2) == 3"], "nested deeper than 100"),
+    ("tuples nested 10 deep around 500,000 ints", _forged("'{\"tuple\": [' * 10 + ','.join(['0'] * 500_000) + ']}' * 10"),
+     ["assert add(1, 2) == 3"], "hashing its tuples"),
+]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name, code, tests, why", STALLING, ids=[s[0] for s in STALLING])
+def test_a_reply_built_to_stall_the_parent_is_stopped_within_the_deadline(name, code, tests, why):
+    # before issue 21 rebuilding the first set took the parent 46 s, whatever the run's deadline
+    t0 = time.monotonic()
+    r = run_tests_sandboxed(code, tests, timeout_s=4)
+    elapsed = time.monotonic() - t0
+    assert r == (len(tests) - 1, len(tests)) and why in (r.stopped or ""), (name, r)  # the last test is stopped
+    assert elapsed < 4, f"{name}: {elapsed:.1f} s"  # the deadline itself; about 0.5 s here
+
+
 LEGIT = [
     ("reads stdin", "import sys\nnums = list(map(int, sys.stdin.read().split()))\nprint(sum(nums))\nprint(max(nums))",
      ['__check_io("1 2 3\\n4\\n", "10\\n4\\n")', f'__check_io("{" ".join(["7"] * 100_000)}", "700000 7")'], "stdio"),
@@ -224,6 +267,16 @@ LEGIT = [
      ["import math, sys\nassert fact(3000) == math.factorial(3000)", "assert fact(5) == 120"], "functional"),
     ("MBPP style", "def similar_elements(a, b): return tuple(set(a) & set(b))",
      ["assert set(similar_elements((3, 4, 5, 6), (5, 7, 4, 10))) == set((4, 5))"], "functional"),
+    ("powers of two and -1, -2: values that share hash values", "def pows(n): return [2 ** i for i in range(n)]\n"
+     "def signs(n): return [-1 - i % 2 for i in range(n)]\n",  # 2**i and 2**(i + 61) share a hash value, as -1 and -2
+     ["assert pows(2_000) == [2 ** i for i in range(2_000)] and len(set(pows(2_000))) == 2_000",
+      "assert set(signs(200_000)) == {-1, -2}"], "functional"),
+    ("large replies within the caps", "def evens(n): return list(range(0, 2 * n, 2))\n"
+     "def squares(n): return {i * i for i in range(n)}\n"
+     "def pairs(n): return {(-1 - i % 2, i): -1 - i % 2 for i in range(n)}\n",  # hash(-1) == hash(-2): a natural pair
+     ["assert evens(150_000) == list(range(0, 300_000, 2))", "assert squares(50_000) == {i * i for i in range(50_000)}",
+      "assert pairs(20_000) == {(-1 - i % 2, i): -1 - i % 2 for i in range(20_000)}",
+      "assert len(set(evens(1000)) | set(evens(2000))) == 2000"], "functional"),
     ("HumanEval+ style check(candidate) with numpy", "def add(a, b): return a + b",
      ["import numpy as np\n\ndef assertion(out, exp, atol):\n    exact_match = out == exp\n    if atol == 0 and isinstance(exp, float):\n"
       "        atol = 1e-6\n    if not exact_match and atol != 0:\n        np.testing.assert_allclose(out, exp, atol=atol)\n"
@@ -260,16 +313,16 @@ def test_tests_that_cannot_be_judged_here_are_errors_not_failures():
 
 
 def test_without_isolation_code_rewards_refuse_unless_asked(monkeypatch):
-    monkeypatch.setenv(R.BWRAP_ENV, "/nonexistent/bwrap")
-    monkeypatch.setattr(R.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setenv(S.BWRAP_ENV, "/nonexistent/bwrap")
+    monkeypatch.setattr(S.shutil, "which", lambda *a, **k: None)
     ok, why = sandbox_status()
     assert not ok and "bubblewrap" in why
     with pytest.raises(SandboxUnavailable, match="DELTA_REPRO_CODE_ISOLATION=none"):
         code_reward(["def add(a, b): return a + b"], [ADD])
-    monkeypatch.setattr(R, "_WARNED", set())
+    monkeypatch.setattr(S, "_WARNED", set())
     with pytest.warns(RuntimeWarning, match="WITHOUT isolation"):
         assert run_tests_sandboxed("def add(a, b): return a + b", ADD, isolation="none") == (2, 2)
-    monkeypatch.setenv(R.ISOLATION_ENV, "none")
+    monkeypatch.setenv(S.ISOLATION_ENV, "none")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert code_reward(["def add(a, b): return a + b"], [ADD]) == [1.0]

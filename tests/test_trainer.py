@@ -227,6 +227,21 @@ def test_bad_configuration_and_unhookable_model(make_trainer, tok):
     make_trainer(model=NoHead(model.config), credit_assignment="none")  # plain DAPO does not need the head
 
 
+def test_max_prompt_length_keeps_the_last_tokens_of_long_prompts(make_trainer, tok):
+    # TRL 1.16 has no prompt limit: the field used to be accepted and ignored (issue 21)
+    prompts = ["1 + 2 =", "7 + 8 ="]
+    full = make_trainer()._tokenize_prompts(prompts)[0]
+    assert min(map(len, full)) > 3
+    assert make_trainer(max_prompt_length=3)._tokenize_prompts(prompts)[0] == [ids[-3:] for ids in full]
+    assert make_trainer(max_prompt_length=100)._tokenize_prompts(prompts)[0] == full  # nothing to cut
+    tr = make_trainer(max_prompt_length=3)
+    batch, out = generation_batch(tr)  # what the policy is trained on: the last 3 tokens of every prompt
+    assert out["prompt_ids"].tolist() == [tok(text=[x["prompt"]])["input_ids"][0][-3:] for x in batch]
+    assert out["prompt_mask"].all() and tr._metrics["train"]["prompts/truncated_frac"][-1] == 1.0
+    with pytest.raises(ValueError, match="max_prompt_length"):
+        DeltaGRPOConfig(output_dir="/tmp/x", max_prompt_length=0, report_to="none", use_cpu=True)
+
+
 def test_paper_preset_matches_table5():
     c = paper_config("/tmp/x", use_cpu=True, bf16=False)
     assert (c.num_generations, c.learning_rate, c.weight_decay, c.max_grad_norm) == (16, 1e-6, 0.1, 1.0)

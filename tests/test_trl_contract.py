@@ -1,5 +1,6 @@
 """What DeltaGRPOTrainer relies on in TRL. If a TRL upgrade breaks one of these, this file says which seam moved
 (see the trainer notebook, "Where DelTA enters TRL") before any silent change in the loss can happen."""
+import dataclasses
 import inspect
 
 import torch
@@ -26,6 +27,13 @@ def test_overridden_methods_keep_their_signatures():
     assert list(inspect.signature(GRPOTrainer._compute_loss).parameters) == ["self", "model", "inputs"]
     assert list(inspect.signature(GRPOTrainer._calculate_rewards).parameters) == [
         "self", "inputs", "prompts", "completions", "completion_ids_list"]
+
+
+def test_prompts_pass_through_one_seam_that_can_cut_them():
+    # DeltaGRPOTrainer._tokenize_prompts enforces max_prompt_length, which TRL 1.16's GRPOConfig does not have
+    assert list(inspect.signature(GRPOTrainer._tokenize_prompts).parameters) == ["self", "prompts"]
+    assert "prompt_ids, images, multimodal_fields = self._tokenize_prompts(prompts)" in _src("_generate")
+    assert "max_prompt_length" not in {f.name for f in dataclasses.fields(trl.GRPOConfig)}
 
 
 def test_old_logps_pass_comes_first_and_rewards_are_computed_inside_generation():
