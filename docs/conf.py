@@ -1,5 +1,5 @@
-"""Sphinx configuration of the static site: the README, the index notebook, the library notebooks with their
-committed outputs and the experiment notebooks, rendered by MyST-NB without executing anything.
+"""Sphinx configuration of the static site: the README, the pages in docs/, the index notebook, the library
+notebooks with their committed outputs and the experiment notebooks, rendered by MyST-NB without executing anything.
 
 The site needs no network: math is typeset by a local copy of MathJax (the pinned package sphinx-mathjax-offline
 copies MathJax 3.2.2 into `_static/mathjax/`), and no page links or loads anything outside the site
@@ -21,7 +21,7 @@ release = version = next(l.split('"')[1] for l in (ROOT / "delta_repro" / "__ini
 # The source directory is the repository root (scripts/build_site.sh runs `sphinx-build -c docs . _site`); only
 # these files become pages.
 root_doc = "docs/index"
-include_patterns = ["docs/index.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb"]
+include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb"]
 exclude_patterns = ["_site", ".venv", "**/.ipynb_checkpoints"]
 
 # sphinx-mathjax-offline sets mathjax_path to its bundled copy (instead of Sphinx's default CDN address) and copies
