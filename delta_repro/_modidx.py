@@ -385,4 +385,5 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'delta_repro.trainer._joined': ('trainer.html#_joined', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer._to_host': ('trainer.html#_to_host', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer.overlong_penalty': ('trainer.html#overlong_penalty', 'delta_repro/trainer.py'),
-                                     'delta_repro.trainer.paper_config': ('trainer.html#paper_config', 'delta_repro/trainer.py')}}}
+                                     'delta_repro.trainer.paper_config': ('trainer.html#paper_config', 'delta_repro/trainer.py'),
+                                     'delta_repro.trainer.plain_delta_loss': ('trainer.html#plain_delta_loss', 'delta_repro/trainer.py')}}}
