@@ -39,7 +39,7 @@ def headline_problems(text: str) -> list[str]:
     cover (the 95 of '95 % CI' aside), so that no unchecked number can be added."""
     problems, covered = [], []
     text = " ".join(text.split())  # sentences wrap across lines
-    claim = re.search(rf"DelTA − DAPO, held-out accuracy after RL \(`(?P<file>[^`]+)`\): (?P<effect>{NUM}) points, "
+    claim = re.search(rf"DelTA − DAPO, \"held-out\" accuracy after RL \(`(?P<file>[^`]+)`\): (?P<effect>{NUM}) points, "
                       rf"95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), p = (?P<p>{NUM}), (?P<na>\d+) vs (?P<nb>\d+) seeds: "
                       rf"(?P<verdict>[a-z ]+)\.", text)
     if not claim:
