@@ -107,7 +107,7 @@ def delta_surrogate(
 def future_kl_weights(
     log_ratio: torch.Tensor,  # (B, T) log π_θ − log π_old per completion token (detached inside)
     mask: torch.Tensor,  # (B, T) 0/1 completion mask
-    decay: float = 32.0,  # half-life in tokens: γ = 2^(−1/decay)
+    decay: float = 32.0,  # half-life in tokens: discount η = 2^(−1/decay)
     clip: float = 0.2,  # ε_f
     clip_high_only: bool = True,  # weights in [1, 1 + ε_f]; False: [1 − ε_f, 1 + ε_f]
     safety_ratio: float | None = 10.0,  # tokens with ratio above this are left out of the future sum
@@ -124,7 +124,7 @@ def future_kl_weights(
     keep = m & torch.isfinite(lr)
     if safety_ratio is not None: keep &= lr <= math.log(safety_ratio)
     x = torch.where(keep, lr, 0.0)
-    gamma = 2.0 ** (-1.0 / decay)
+    eta = 2.0 ** (-1.0 / decay)  # FIPO's discount (its paper's γ)
     B, T = x.shape
     out = torch.zeros_like(x)
     carry = torch.zeros(B, dtype=x.dtype, device=x.device)  # F at the first token of the next chunk
@@ -132,9 +132,9 @@ def future_kl_weights(
         start = max(0, end - chunk)
         n = end - start
         i = torch.arange(n, device=x.device)
-        # D[t, k] = γ^(k − t) for k >= t: within-chunk discounted suffix sums
-        D = torch.where(i[None] >= i[:, None], gamma ** (i[None] - i[:, None]).double(), 0.0)
-        out[:, start:end] = x[:, start:end] @ D.T + carry[:, None] * gamma ** (n - i).double()
+        # D[t, k] = η^(k − t) for k >= t: within-chunk discounted suffix sums
+        D = torch.where(i[None] >= i[:, None], eta ** (i[None] - i[:, None]).double(), 0.0)
+        out[:, start:end] = x[:, start:end] @ D.T + carry[:, None] * eta ** (n - i).double()
         carry = out[:, start]
     lo = 1.0 if clip_high_only else 1.0 - clip
     return torch.where(m, out.exp().clamp(lo, 1.0 + clip), 1.0).float()

@@ -4,10 +4,13 @@
 
 # %% auto #0
 __all__ = ['lm_head_proxy', 'output_embedding', 'capture_lm_head_inputs', 'backbone', 'capture_final_hidden_states',
-           'topk_hidden_proxy']
+           'topk_hidden_proxy', 'RunningExample', 'running_example', 'completion_proxies']
 
 # %% ../nbs/00_proxies.ipynb #cbc04398
+import os
+import shutil
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import torch
@@ -127,13 +130,13 @@ def topk_hidden_proxy(
     logits: torch.Tensor,  # (B, T, V) logits that produced the sampled tokens (before temperature)
     tokens: torch.Tensor,  # (B, T) int64 sampled token ids y_t
     lm_head_weight: torch.Tensor,  # (V, d) output-embedding weight W
-    k: int = 16,  # number of vocabulary entries kept (the paper does not state its K)
+    k: int = 16,  # number of vocabulary entries kept (the paper does not state it)
     temperature: float = 1.0,  # rollout temperature τ: probabilities are softmax(logits / τ)
     chunk_size: int = 4096,  # tokens per chunk (memory: chunk_size · k · d floats)
 ) -> torch.Tensor:  # (B, T, d) float32
-    """Top-K hidden-gradient proxy v = W_y − Σ_{j∈topK} p̃(j) W_j (paper App. F, Table 4 "top-K hidden gradient").
+    """Top-k hidden-gradient proxy v = W_y − Σ_{j∈top-k} p̃(j) W_j (paper App. F, Table 4 "top-K hidden gradient").
 
-    p̃ is softmax(logits/τ) restricted to the K most probable entries and renormalised there; with K = V it is the
+    p̃ is softmax(logits/τ) restricted to the k most probable entries and renormalised there; with k = V it is the
     exact gradient of log π(y) with respect to the hidden state (times τ). Computed in float32.
     Raises `ValueError` for mismatched shapes, a non-integer `tokens`, k outside [1, V] or τ <= 0.
     """
@@ -161,3 +164,141 @@ def topk_hidden_proxy(
         expected = torch.einsum("nk,nkd->nd", p_top, W[idx])
         out[s:s + chunk_size] = W[flat_tokens[s:s + chunk_size]] - expected
     return out.view(B, T, -1)
+
+# %% ../nbs/00_proxies.ipynb #26685d51
+@dataclass
+class RunningExample:
+    """One group of completions from a tiny policy, the example carried through `00_proxies` to `03_trainer`.
+
+    - `model`, `tokenizer`: the policy (a ~60k-parameter Qwen3, `hidden_size` 32, float32, CPU) and its tokenizer.
+    - `prompt`, `answer`: the problem ("a + b + c =") and its reference answer; the prompt is not among the problems
+      the policy was trained on.
+    - `completions`: the G sampled completions as text (eos removed).
+    - `prompt_ids` (P,) int64; `completion_ids` (G, T) int64, right-padded with the pad id after the first eos (kept,
+      as TRL keeps it); `completion_mask` (G, T) int64: 1 on completion tokens up to and including the eos.
+    - `rewards` (G,) float32: `math_reward` of each completion (1 = correct boxed answer).
+    - `advantages` (G,) float32: (r − mean) / (std + 1e-4) over the group (unbiased std), TRL's `scale_rewards="group"`.
+    """
+    model: nn.Module
+    tokenizer: object
+    prompt: str
+    answer: str
+    completions: list
+    prompt_ids: torch.Tensor
+    completion_ids: torch.Tensor
+    completion_mask: torch.Tensor
+    rewards: torch.Tensor
+    advantages: torch.Tensor
+
+    @property
+    def input_ids(self) -> torch.Tensor:
+        "Prompt and completion tokens (G, P + T) int64: the rows a forward pass reads."
+        return torch.cat([self.prompt_ids.expand(len(self.completions), -1), self.completion_ids], 1)
+
+    @property
+    def attention_mask(self) -> torch.Tensor:
+        "(G, P + T) int64: 1 on the prompt and on completion tokens, 0 on padding."
+        return torch.cat([torch.ones(len(self.completions), len(self.prompt_ids), dtype=torch.long), self.completion_mask], 1)
+
+    def tokens(self, i: int) -> list[str]:
+        "The text of each valid token of completion `i` (for tables)."
+        ids = self.completion_ids[i][self.completion_mask[i].bool()].tolist()
+        return [self.tokenizer.decode([t]) for t in ids]
+
+# %% ../nbs/00_proxies.ipynb #a32d0085
+_CANDIDATES = ["3 + 4 + 6 =", "5 + 8 + 2 =", "6 + 9 + 9 =", "2 + 2 + 8 =", "4 + 6 + 4 =", "7 + 5 + 9 =", "8 + 3 + 7 ="]
+
+def running_example(
+    group_size: int = 8,  # G completions of the prompt
+    seed: int = 0,  # the policy's initialisation, its training order and the sampling
+    max_new_tokens: int = 24,
+) -> RunningExample:
+    """A real group of `group_size` completions, sampled at temperature 1 from a tiny policy trained for 200 steps on
+    worked three-term sums ("3+4=7, 7+6=13, so \\boxed{13}"), with their rewards and advantages. The prompt is the
+    first of a fixed list whose group has both correct and wrong completions (so that Â ≠ 0); none of that list is in
+    the policy's training problems. Deterministic in `seed` on a given machine. The trained policy is cached under
+    `delta_repro.models.cache_dir()`: the first call trains it (about 15 s on one CPU core), later calls load it
+    (a second). Raises `ValueError` if `group_size` < 2 and `RuntimeError` if no prompt of the list gives a group
+    with both outcomes."""
+    from delta_repro.data import chain_of_thought
+    from delta_repro.models import _fingerprint, cache_dir, tiny_causal_lm, train_bpe_tokenizer
+    from delta_repro.rewards import math_reward
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+    from transformers.utils import logging as hf_logging
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 2:
+        raise ValueError(f"group_size must be an int >= 2 (a group needs two completions to compare), got {group_size!r}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a 60k-parameter model gains nothing from more threads, and one thread is reproducible
+    try:
+        train = [f"{a} + {b} + {c} =" for a in range(1, 10) for b in range(1, 10) for c in range(1, 10)]
+        train = [q for q in train if q not in _CANDIDATES]
+        texts = [f"{q} {chain_of_thought(q)}" for q in train]
+        tok = train_bpe_tokenizer(texts, vocab_size=300)
+        model = tiny_causal_lm(tok, hidden_size=32, num_layers=2, seed=seed)
+        hp = dict(steps=200, batch=32, lr=1e-2, seed=seed)
+        path = cache_dir() / f"running_example-{_fingerprint(model, tok, texts, **hp)}"
+        if not (path / "model.safetensors").exists():
+            enc = tok([t + tok.eos_token for t in texts], padding=True, padding_side="right", return_tensors="pt")
+            labels = enc.input_ids.masked_fill(enc.attention_mask == 0, -100)
+            opt, g = torch.optim.AdamW(model.parameters(), lr=hp["lr"]), torch.Generator().manual_seed(seed)
+            model.train()
+            for _ in range(hp["steps"]):  # plain next-token training on prompt + worked solution
+                i = torch.randint(0, len(texts), (hp["batch"],), generator=g)
+                model(input_ids=enc.input_ids[i], attention_mask=enc.attention_mask[i], labels=labels[i]).loss.backward()
+                opt.step(); opt.zero_grad()
+            tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+            model.save_pretrained(tmp); tok.save_pretrained(tmp)
+            try: tmp.rename(path)
+            except OSError: shutil.rmtree(tmp, ignore_errors=True)  # another process cached the same policy first
+        bars = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no loading bar in the notebooks' outputs
+        try: model = AutoModelForCausalLM.from_pretrained(path).eval()
+        finally:
+            if bars: hf_logging.enable_progress_bar()
+        tok = PreTrainedTokenizerFast.from_pretrained(path)
+        for prompt in _CANDIDATES:
+            answer = str(sum(int(x) for x in prompt[:-1].split("+")))
+            prompt_ids = tok(prompt, return_tensors="pt").input_ids[0]
+            with torch.no_grad(), torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                out = model.generate(prompt_ids[None], do_sample=True, temperature=1.0, top_p=1.0, top_k=0,
+                                     max_new_tokens=max_new_tokens, num_return_sequences=group_size,
+                                     pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+            ids = out[:, len(prompt_ids):]
+            is_eos = ids == tok.eos_token_id  # keep everything up to and including the first eos, as TRL does
+            after = (is_eos.cumsum(1) - is_eos.long()) > 0
+            mask = (~after).long()
+            ids = ids.masked_fill(after, tok.pad_token_id)
+            completions = tok.batch_decode(ids, skip_special_tokens=True)
+            rewards = torch.tensor(math_reward(completions, [answer] * group_size), dtype=torch.float32)
+            if 0 < rewards.sum() < group_size:
+                adv = (rewards - rewards.mean()) / (rewards.std() + 1e-4)
+                return RunningExample(model, tok, prompt, answer, completions, prompt_ids, ids, mask, rewards, adv)
+    finally:
+        torch.set_num_threads(threads)
+    raise RuntimeError(f"no prompt of {_CANDIDATES} gave a group with correct and wrong completions (seed {seed})")
+
+# %% ../nbs/00_proxies.ipynb #50322dd8
+def completion_proxies(
+    model: nn.Module,  # a transformers causal LM
+    input_ids: torch.Tensor,  # (B, P + T) prompt and completion tokens
+    attention_mask: torch.Tensor,  # (B, P + T) 0/1
+    n_completion: int,  # T: the last T positions are the completion
+    temperature: float = 1.0,  # rollout temperature τ: log π = log softmax(logits / τ)
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Proxies v (B, T, d), log π(y_t) (B, T) float32 and final hidden states h (B, T, d) of the completion tokens,
+    from one no-grad forward pass: h at position t is the LM-head input that produced token t + 1. The trainer does
+    the same inside TRL's own forward pass (`03_trainer`). Raises `ValueError` for mismatched shapes or a
+    non-positive `n_completion`."""
+    if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2:
+        raise ValueError(f"input_ids must be (B, P + T), got {_describe(input_ids)}")
+    if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+        raise ValueError(f"attention_mask must be {tuple(input_ids.shape)}, got {_describe(attention_mask)}")
+    if isinstance(n_completion, bool) or not isinstance(n_completion, int) or not 0 < n_completion < input_ids.shape[1]:
+        raise ValueError(f"n_completion must be an int in [1, {input_ids.shape[1] - 1}], got {n_completion!r}")
+    k = n_completion
+    with torch.no_grad(), capture_final_hidden_states(model) as hidden:
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -k - 1:-1].float() / temperature
+    logps = logits.log_softmax(-1).gather(-1, input_ids[:, -k:, None])[..., 0]
+    h = hidden[0][:, -k - 1:-1]
+    return lm_head_proxy(h, logps), logps, h

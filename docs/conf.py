@@ -1,8 +1,15 @@
-"""Sphinx configuration of the static site: the README, the index notebook, the library notebooks with their
-committed outputs and the experiment notebooks, rendered by MyST-NB without executing anything.
+"""Sphinx configuration of the static site: the README, the pages in docs/, the index notebook, the library
+notebooks with their committed outputs and the experiment notebooks, rendered by MyST-NB without executing anything.
+
+The site needs no network: math is typeset by a local copy of MathJax (the pinned package sphinx-mathjax-offline
+copies MathJax 3.2.2 into `_static/mathjax/`), and no page links or loads anything outside the site
+(tests/test_site.py checks both). nbdev's cell directives (`#| export`, ...) are not shown, and `#| hide` cells are left
+out, as on nbdev's own documentation sites (`nbdev_cells` below).
 
 Build it with `bash scripts/build_site.sh` (into `_site/`); `tests/test_site.py` builds it and opens every page in
 headless Chromium."""
+import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,10 +21,12 @@ release = version = next(l.split('"')[1] for l in (ROOT / "delta_repro" / "__ini
 # The source directory is the repository root (scripts/build_site.sh runs `sphinx-build -c docs . _site`); only
 # these files become pages.
 root_doc = "docs/index"
-include_patterns = ["docs/index.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb"]
+include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb"]
 exclude_patterns = ["_site", ".venv", "**/.ipynb_checkpoints"]
 
-extensions = ["myst_nb"]
+# sphinx-mathjax-offline sets mathjax_path to its bundled copy (instead of Sphinx's default CDN address) and copies
+# it into the built site
+extensions = ["myst_nb", "sphinx-mathjax-offline"]
 nb_execution_mode = "off"  # the committed outputs are the document (scripts/execute_notebooks.sh regenerates them)
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
@@ -29,3 +38,48 @@ html_title = "delta_repro"
 html_theme_options = {"show_toc_level": 2}
 html_show_sourcelink = False
 html_extra_path = ["_extra"]  # index.html at the top of the site, pointing to docs/index.html
+
+
+# nbdev's directives: `#| name[:] value` comment lines at the top of a code cell
+_DIRECTIVE = re.compile(r"^\s*#\s*\|\s*([\w-]+)\s*:?\s*(.*?)\s*$")
+_DROP = {"hide", "default_exp"}  # cells nbdev leaves out of its documentation
+
+
+def nbdev_cells(nb: dict) -> dict:
+    """The notebook `nb` (nbformat JSON) as nbdev's documentation shows it: cells with `#| hide` (or
+    `#| include: false`) and the `#| default_exp` cell are removed, the directive lines are removed from every other
+    code cell, `#| echo: false` hides a cell's source and `#| output: false` its outputs (MyST-NB's remove-input and
+    remove-output tags). Returns a new dict; `nb` is not changed."""
+    cells = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            cells.append(cell)
+            continue
+        lines = "".join(cell["source"]).splitlines(keepends=True)
+        directives = {}
+        while lines and (m := _DIRECTIVE.match(lines[0])):
+            directives[m.group(1)] = m.group(2)
+            lines.pop(0)
+        if _DROP & set(directives) or directives.get("include", "").lower() == "false":
+            continue
+        tags = list(cell.get("metadata", {}).get("tags", []))
+        if directives.get("echo", "").lower() == "false":
+            tags.append("remove-input")
+        if directives.get("output", "").lower() == "false":
+            tags.append("remove-output")
+        metadata = {**cell.get("metadata", {}), **({"tags": tags} if tags else {})}
+        cells.append({**cell, "source": "".join(lines).lstrip("\n"), "metadata": metadata})
+    return {**nb, "cells": cells}
+
+
+def _strip_directives(app, docname: str, source: list) -> None:
+    "Sphinx `source-read` hook: MyST-NB parses the notebook text handed on here, so it gets `nbdev_cells` of it."
+    if app.env.doc2path(docname).suffix == ".ipynb":
+        source[0] = json.dumps(nbdev_cells(json.loads(source[0])))
+
+
+def setup(app):
+    app.connect("source-read", _strip_directives)
+    # sphinx-mathjax-offline only sets mathjax_path and copies its files once the build has finished: it is safe for
+    # parallel reading, but does not say so (Sphinx would then read serially, with a warning)
+    app.extensions["sphinx-mathjax-offline"].parallel_read_safe = True

@@ -34,15 +34,15 @@ if ! command -v bwrap >/dev/null 2>&1; then
     echo "[env] installing bubblewrap (isolation of model-written code in code rewards)"
     { DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 \
       || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1; }; } \
-      || echo "[env] WARNING: could not install bubblewrap: code rewards will refuse to run (README: code rewards)" >&2
+      || echo "[env] WARNING: could not install bubblewrap: code rewards will refuse to run (docs/install.md: code rewards)" >&2
   else
     echo "[env] note: bubblewrap (bwrap) is not installed: code rewards will refuse to run model-written code until it is" \
-         "(e.g. sudo apt-get install bubblewrap; README: code rewards)" >&2
+         "(e.g. sudo apt-get install bubblewrap; docs/install.md: code rewards)" >&2
   fi
 fi
 if command -v bwrap >/dev/null 2>&1 && ! bwrap --unshare-pid --unshare-net --ro-bind / / /bin/sh -c : >/dev/null 2>&1 \
    && ! bwrap --unshare-user --unshare-pid --unshare-net --ro-bind / / /bin/sh -c : >/dev/null 2>&1; then
-  echo "[env] WARNING: bwrap cannot create namespaces here (unprivileged user namespaces off?): code rewards will refuse to run (README: code rewards)" >&2
+  echo "[env] WARNING: bwrap cannot create namespaces here (unprivileged user namespaces off?): code rewards will refuse to run (docs/install.md: code rewards)" >&2
 fi
 # The browser test of the static site (tests/test_site.py) opens the built pages in headless Chromium. test.sh asks
 # for it (DELTA_WANT_BROWSER=1); as root with apt it is installed here, otherwise that test is skipped with the reason.

@@ -1,6 +1,6 @@
 """The documentation a reader sees without running anything: the library notebooks are committed executed, with
-their pictures and printed checks and without errors (`bash scripts/execute_notebooks.sh` regenerates them), and no
-file of the repository sends the reader to a document that is not in it."""
+their pictures and printed checks and without errors (`bash scripts/execute_notebooks.sh` regenerates them), every
+check in them shows what it checked, and no file of the repository sends the reader to a document that is not in it."""
 import base64
 import json
 import re
@@ -53,6 +53,40 @@ def test_library_notebook_is_committed_with_outputs_and_without_errors(nb):
         if re.search(r"^(\w+(, \w+)* = )?plt\.(subplots|figure|show)\(", src, re.M):
             assert any("image/png" in o.get("data", {}) for o in outs), f"{where} plots but has no picture: {REGENERATE}"
         assert c.get("execution_count") is None and set(c.get("metadata", {})) <= {"tags"}, f"{where}: run nbdev-clean"
+
+
+CHECK = re.compile(r"^\s*(assert\b|torch\.testing\.assert_close\(|np\.testing\.assert)", re.M)
+
+
+def unprinted_checks(cells: list[dict]) -> list[int]:
+    """Code cells (1-based among code cells) that check something (`assert`, `torch.testing.assert_close`) but show no
+    output (printed text, a table or a picture): a reader of the committed notebook would not see what was checked.
+    Definitions (`#| export`) and `#| hide` cells are not checks."""
+    bad = []
+    for i, c in enumerate((c for c in cells if c["cell_type"] == "code"), 1):
+        src = "".join(c["source"])
+        if re.match(r"\s*#\|\s*(export|exporti|hide)\b", src) or not CHECK.search(src):
+            continue
+        if not any("".join(o.get("text", "")).strip() or o.get("data") for o in c.get("outputs", [])):
+            bad.append(i)
+    return bad
+
+
+@pytest.mark.parametrize("nb", LIBRARY, ids=lambda p: p.name)
+def test_every_check_of_a_library_notebook_shows_what_it_checked(nb):
+    bad = unprinted_checks(json.loads(nb.read_text())["cells"])
+    assert not bad, f"{nb.name}: code cells {bad} check something but print nothing; add a print saying what they checked"
+
+
+def test_the_check_rule_catches_a_silent_check():
+    cell = lambda src, outs=(): {"cell_type": "code", "source": [src], "outputs": list(outs)}
+    said = {"output_type": "stream", "name": "stdout", "text": ["checked: 1 + 1 = 2\n"]}
+    table = {"output_type": "execute_result", "data": {"text/plain": ["   a\n0  1"]}, "metadata": {}}
+    blank = {"output_type": "stream", "name": "stderr", "text": ["\n"]}
+    cells = [cell("#| export\ndef f(): assert True"), cell("x = 1\nassert x == 1"), cell("assert 1 + 1 == 2", [said]),
+             cell("y = 2"), cell("for i in range(2):\n    torch.testing.assert_close(i, i)", [blank]),
+             cell("assert len(df)\ndf", [table])]
+    assert unprinted_checks(cells) == [2, 5]
 
 
 def test_the_notebooks_with_pictures_have_them():

@@ -1,4 +1,8 @@
-"""The README's library example runs as written: the test swaps in a tiny model and 2 steps for speed, nothing else."""
+"""The README as a reader meets it: its first screen (what the package is, the two commands, the result so far with
+one figure) fits in 150 lines; every number its result section states equals the committed file that sentence
+names; every repository path it and the docs/ pages name exists; and its library example runs as written (the test
+swaps in a tiny model and 2 steps for speed, nothing else)."""
+import csv
 import re
 from pathlib import Path
 
@@ -6,7 +10,108 @@ import delta_repro.models as models_mod
 import delta_repro.trainer as trainer_mod
 from delta_repro.models import tiny_causal_lm
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+NUM = r"[+−-]?\d+(?:\.\d+)?"
+
+
+def section(text: str, title: str) -> str:
+    "The body of the `## title` section of a markdown text (up to the next `## ` heading)."
+    m = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert m, f"the README has no '## {title}' section"
+    return m.group(1)
+
+
+def _same(stated: str, value: float) -> bool:
+    "A number as printed (sign and decimals as written, U+2212 as minus) equals `value` rounded to those decimals."
+    stated = stated.replace("−", "-")
+    decimals = len(stated.split(".")[1]) if "." in stated else 0
+    return abs(float(stated) - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def _rows(path: str) -> list[dict]:
+    return list(csv.DictReader((ROOT / path).open(encoding="utf-8")))
+
+
+def headline_problems(text: str) -> list[str]:
+    """What is wrong with the numbers of the README's 'Result so far' section `text` (empty when nothing is): each
+    stated number against the row and column of the file its sentence names, and any number the check does not
+    cover (the 95 of '95 % CI' aside), so that no unchecked number can be added."""
+    problems, covered = [], []
+    text = " ".join(text.split())  # sentences wrap across lines
+    claim = re.search(rf"DelTA − DAPO, \"held-out\" accuracy after RL \(`(?P<file>[^`]+)`\): (?P<effect>{NUM}) points, "
+                      rf"95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), p = (?P<p>{NUM}), (?P<na>\d+) vs (?P<nb>\d+) seeds: "
+                      rf"(?P<verdict>[a-z ]+)\.", text)
+    if not claim:
+        return ["the DelTA − DAPO sentence is missing or reworded"]
+    covered.append(claim.span())
+    (row,) = [r for r in _rows(claim["file"]) if r["claim"] == "DelTA > DAPO" and r["metric"] == "final"]
+    for key, col in [("effect", "effect"), ("lo", "ci_low"), ("hi", "ci_high"), ("p", "p"), ("na", "n_a"), ("nb", "n_b")]:
+        if not _same(claim[key], float(row[col])):
+            problems.append(f"DelTA − DAPO {col}: README {claim[key]}, {claim['file']} {float(row[col]):.4f}")
+    if claim["verdict"] != row["verdict"]:
+        problems.append(f"DelTA − DAPO verdict: README '{claim['verdict']}', {claim['file']} '{row['verdict']}'")
+    gain = re.search(r"Gain over the warm start \(`(?P<file>[^`]+)`\): (?P<body>[^.]*(?:\.\d[^.]*)*)\.", text)
+    if not gain:
+        return problems + ["the gain sentence is missing or reworded"]
+    covered.append(gain.span())
+    rows = {r["method"]: r for r in _rows(gain["file"])}
+    stated = re.findall(rf"(DelTA|DAPO) ({NUM})(?: points)? \((?:95 % CI )?({NUM}) to ({NUM})\)", gain["body"])
+    if sorted(m for m, *_ in stated) != ["DAPO", "DelTA"]:
+        problems.append(f"the gain sentence should state DelTA's and DAPO's gain with an interval: {gain['body']}")
+    for method, *values in stated:
+        for v, col in zip(values, ["gain", "gain low", "gain high"]):
+            if not _same(v, float(rows[method][col])):
+                problems.append(f"{method} {col}: README {v}, {gain['file']} {float(rows[method][col]):.4f}")
+    rest = text
+    for a, b in sorted(covered, reverse=True):
+        rest = rest[:a] + rest[b:]
+    unchecked = re.findall(rf"(?<![\w.]){NUM}(?!\w)", rest.replace("95 % CI", ""))  # not the 1 of `gpu1`
+    if unchecked:
+        problems.append(f"numbers the test does not check against a file: {unchecked}")
+    return problems
+
+
+def test_readme_first_screen():
+    text = README.read_text()
+    lines = text.splitlines()
+    assert len(lines) <= 150, f"{len(lines)} lines: move details to docs/"
+    headings = [l for l in lines if l.startswith("## ")]
+    assert headings[:2] == ["## Two commands", "## Result so far"], headings
+    assert lines.index("## Result so far") < 50  # the result is on the first screen
+    head = section(text, "Result so far")
+    assert "being rebuilt on clean splits" in head and "measured on training problems" in head and "not evidence" in head
+    (figure,) = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", head)
+    assert (ROOT / figure).is_file() and figure.endswith(".png"), figure
+    commands = re.findall(r"^bash (\S+)", section(text, "Two commands"), re.M)
+    assert commands == ["reproduce.sh", "test.sh"] and all((ROOT / c).is_file() for c in commands)
+
+
+def test_every_number_of_the_result_is_the_one_in_the_file_it_names():
+    head = section(README.read_text(), "Result so far")
+    assert headline_problems(head) == []
+    # the check fails when a number drifts from its file or a number it does not know is added
+    assert any("effect" in p for p in headline_problems(head.replace("+0.31 points", "+0.41 points")))
+    assert any("DAPO gain high" in p for p in headline_problems(head.replace("+13.6)", "+13.9)")))
+    assert any("p:" in p for p in headline_problems(head.replace("p = 0.37", "p = 0.04")))
+    assert any("does not check" in p for p in headline_problems(head + "\nDelTA wins by 4 points.\n"))
+
+
+def _named_paths(page: Path) -> list[str]:
+    "Repository paths a markdown page names: link targets, and `inline code` under a top-level directory."
+    text = page.read_text()
+    tops = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")} - {"runs", "_site"}
+    links = [(page.parent / t).relative_to(ROOT).as_posix() if not t.startswith("/") else t
+             for t in re.findall(r"\]\(([^)#\s]+)\)", text) if "://" not in t]
+    code = [c for c in re.findall(r"`([\w./-]+)`", text) if "/" in c and c.split("/")[0] in tops]
+    return links + code
+
+
+def test_every_path_the_readme_and_the_docs_name_exists():
+    missing = [f"{page.relative_to(ROOT)}: {p}" for page in [README, *sorted((ROOT / "docs").glob("*.md"))]
+               for p in _named_paths(page)
+               if not ((ROOT / p).exists() or (ROOT / f"{p}.ipynb").exists())]
+    assert not missing, missing
 
 
 def test_readme_trainer_example_runs(tok, monkeypatch, tmp_path):

@@ -1,10 +1,16 @@
-"""The static site (`bash scripts/build_site.sh`): it builds offline from the committed notebooks, and in a real
-headless browser (Debian's Chromium through Selenium) every page loads, every figure of the notebooks is there and
-decodes, and no cell shows an error. The same checks are run on a one-page site made to fail them, so they can fail."""
+"""The static site (`bash scripts/build_site.sh`): it builds offline from the committed notebooks and needs no
+network: no page links to or loads anything outside the site (math is typeset by the local copy of MathJax in
+`_static/mathjax/`). In a real headless browser (Debian's Chromium through Selenium) every page loads, every figure of
+the notebooks is there and decodes, every equation is typeset, no cell shows an error or one of nbdev's `#|`
+directives, and `#| hide` cells are not there. The same checks are run on a small site made to fail them, so they can
+fail."""
 import base64
 import json
+import re
 import shutil
 import subprocess
+import time
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -13,6 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 NOTEBOOKS = sorted(ROOT.glob("nbs/*.ipynb")) + sorted(ROOT.glob("nbs/experiments/*.ipynb"))
+PAGES = sorted(p for p in ROOT.glob("docs/*.md") if p.name != "index.md")  # reproduce, status, install, ...
+# Seconds a page may take to load and typeset its math. Every file is local, so a page's time is the browser's work
+# alone: the slowest page (nbs/00_proxies.html or nbs/01_coefficients.html, with 20 and 115 equations) took 3.4 s
+# and 5.0 s in two runs on the 2-core machine while other jobs kept its load average at 4-7; the limit leaves a
+# margin of 12x or more. The test prints the slowest page and its margin each time.
+LOAD_LIMIT = 60
 PNG_1PX = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
 
 
@@ -24,6 +36,54 @@ def build(src: Path, out: Path) -> None:
         cmd = ["python", "-m", "sphinx", "-q", "-b", "html", "-c", str(ROOT / "docs"), str(src), str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+class _Refs(HTMLParser):
+    "Every address an HTML page refers to: attributes that load or link something, and `url(...)` in inline CSS."
+    ATTRS = {"src", "href", "srcset", "data", "action", "poster", "formaction", "content"}
+
+    def __init__(self):
+        super().__init__()
+        self.refs, self._style = [], False
+
+    def handle_starttag(self, tag, attrs):
+        self._style = tag == "style"
+        for name, value in attrs:
+            if not value:
+                continue
+            if name in self.ATTRS:
+                self.refs += [v.strip().split()[0] for v in value.split(",") if v.strip()] if name == "srcset" else [value]
+            if name == "style":
+                self.refs += re.findall(r"url\(\s*['\"]?([^'\")]+)", value)
+
+    def handle_data(self, data):
+        if self._style:
+            self.refs += re.findall(r"url\(\s*['\"]?([^'\")]+)", data)
+
+    def handle_endtag(self, tag):
+        self._style = False
+
+
+# http://, https://, file://, //host, and the address in a <meta http-equiv="refresh" content="0; url=...">
+EXTERNAL = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:)?//|(?:^|;)\s*url=\s*(?:[a-z][a-z0-9+.-]*:)?//", re.I)
+
+
+def external_references(site: Path) -> dict[str, list[str]]:
+    """Addresses outside the site, by file, in every built page (links included: the whole site reads offline, the
+    paper is cited by its arXiv id as text) and every stylesheet (fonts, imports)."""
+    found = {}
+    for f in sorted(site.rglob("*.html")) + sorted(site.rglob("*.css")):
+        text = f.read_text(errors="ignore")
+        if f.suffix == ".html":
+            parser = _Refs()
+            parser.feed(text)
+            refs = parser.refs
+        else:
+            refs = re.findall(r"url\(\s*['\"]?([^'\")]+)", text) + re.findall(r"@import\s+['\"]([^'\"]+)", text)
+        bad = sorted({r for r in refs if EXTERNAL.match(r)})
+        if bad:
+            found[f.relative_to(site).as_posix()] = bad
+    return found
 
 
 def n_figures(nb: Path) -> int:
@@ -51,23 +111,42 @@ def browser(tmp_path_factory):
     for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1000",
                 f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-                # offline: every host but this machine fails at once (the MathJax CDN), so no page waits on the network
+                # offline: every host but this machine fails at once, so a page that did ask for a remote file could
+                # not wait on the network (and the resource check below would name it)
                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost"):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=CHROMEDRIVER), options=opts)
-    driver.set_page_load_timeout(60)
+    driver.set_page_load_timeout(LOAD_LIMIT)
+    driver.set_script_timeout(LOAD_LIMIT)
     yield driver
     driver.quit()
 
 
-def page_problems(driver, page: Path, figures: int = 0) -> list[str]:
-    "What is wrong with one built page as the browser shows it (empty when nothing is)."
+def page_problems(driver, page: Path, figures: int = 0, timing: dict | None = None) -> list[str]:
+    """What is wrong with one built page as the browser shows it (empty when nothing is). `timing[page]`, when given,
+    gets the seconds from the request to the math typeset."""
+    start = time.perf_counter()
     driver.get(page.as_uri())
-    state = driver.execute_script("""
-        const a = document.querySelector('article.bd-article');
-        return {ready: document.readyState, article: !!a, text: a ? a.innerText : '',
+    state = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        const report = () => {
+          const a = document.querySelector('article.bd-article');
+          const prose = a ? a.cloneNode(true) : null;  // the text outside code: raw TeX there is an untypeset equation
+          if (prose) prose.querySelectorAll('pre, code, .highlight').forEach(e => e.remove());
+          const math = a ? Array.from(a.querySelectorAll('span.math, div.math')) : [];
+          done({ready: document.readyState, article: !!a, text: a ? a.innerText : '', prose: prose ? prose.innerText : '',
                 imgs: a ? Array.from(a.querySelectorAll('img')).map(i => [i.complete, i.naturalWidth, i.getAttribute('src')]) : [],
-                errors: a ? a.querySelectorAll('.output.traceback, .output.error').length : 0};""")
+                errors: a ? a.querySelectorAll('.output.traceback, .output.error').length : 0,
+                math: math.length, typeset: math.filter(m => m.querySelector('mjx-container')).length,
+                code: a ? Array.from(a.querySelectorAll('div.cell_input pre')).map(p => p.innerText) : [],
+                remote: performance.getEntriesByType('resource').map(e => e.name)
+                          .filter(n => !/^(file|data|blob|about):/.test(n))});
+        };
+        // MathJax typesets after the load event; startup.promise resolves when the page's math is done
+        if (window.MathJax && MathJax.startup && MathJax.startup.promise) MathJax.startup.promise.then(report, report);
+        else report();""")
+    if timing is not None:
+        timing["/".join(page.parts[-2:])] = time.perf_counter() - start
     problems = []
     if state["ready"] != "complete" or not state["article"] or not state["text"].strip():
         problems.append(f"did not load: readyState {state['ready']}, article {state['article']}")
@@ -78,54 +157,85 @@ def page_problems(driver, page: Path, figures: int = 0) -> list[str]:
         problems.append(f"{len(state['imgs'])} images shown, the notebook has {figures} figures")
     if state["errors"] or "Traceback (most recent call last)" in state["text"]:
         problems.append(f"a cell shows an error ({state['errors']} error outputs)")
+    if state["typeset"] < state["math"] or re.search(r"\\\(|\\\[|\$\$", state["prose"]):
+        problems.append(f"untypeset math: {state['typeset']} of {state['math']} equations typeset")
+    if any(re.match(r"\s*#\s*\|", line) for code in state["code"] for line in code.splitlines()):
+        problems.append("a code cell shows nbdev's #| directives")
+    if state["remote"]:
+        problems.append(f"loaded from outside the site: {state['remote']}")
     return problems
 
 
 def test_every_notebook_and_the_readme_have_a_page(site):
     pages = {p.relative_to(site).as_posix() for p in site.rglob("*.html")}
     want = {"index.html", "docs/index.html", "README.html"} | {
-        nb.relative_to(ROOT).with_suffix(".html").as_posix() for nb in NOTEBOOKS}
+        f.relative_to(ROOT).with_suffix(".html").as_posix() for f in NOTEBOOKS + PAGES}
     assert want <= pages, sorted(want - pages)
     start = (site / "docs" / "index.html").read_text()
     for nb in NOTEBOOKS:  # every page is reachable from the start page
         assert nb.relative_to(ROOT / "nbs").with_suffix(".html").as_posix() in start, nb.name
+    for page in PAGES:
+        assert f'href="{page.stem}.html"' in start, page.name
 
 
-def test_every_page_loads_with_its_figures_and_no_error(site, browser):
-    checked, figures = {}, 0
+def test_no_page_refers_to_an_address_outside_the_site(site):
+    "Nothing to load and nothing to follow outside the site: it reads the same without a network."
+    assert (site / "_static" / "mathjax" / "tex-chtml.js").is_file(), "the local copy of MathJax is in the site"
+    assert not external_references(site), external_references(site)
+
+
+def test_every_page_loads_with_its_figures_math_and_no_error(site, browser):
+    checked, figures, timing = {}, 0, {}
     for page, nb in [("docs/index.html", None), ("README.html", None)] + [
+            (f"docs/{p.stem}.html", None) for p in PAGES] + [
             (nb.relative_to(ROOT).with_suffix(".html").as_posix(), nb) for nb in NOTEBOOKS]:
         n = n_figures(nb) if nb else 0
         figures += n
-        checked[page] = page_problems(browser, site / page, n)
+        checked[page] = page_problems(browser, site / page, n, timing)
+    slowest = max(timing, key=timing.get)
+    print(f"slowest page: {slowest}, {timing[slowest]:.1f} s to load and typeset (limit {LOAD_LIMIT} s, "
+          f"margin {LOAD_LIMIT / timing[slowest]:.0f}x)")
     assert not {p: v for p, v in checked.items() if v}, {p: v for p, v in checked.items() if v}
     assert figures >= 3, "the library notebooks are committed with their figures (scripts/execute_notebooks.sh)"
+    typeset = page_problems(browser, site / "nbs" / "01_coefficients.html")  # has equations: they were typeset
+    assert not typeset and browser.execute_script("return document.querySelectorAll('mjx-container').length") > 10
 
 
 def test_the_page_checks_catch_errors_and_missing_figures(browser, tmp_path):
-    "A notebook whose cell raised and whose figure cannot be decoded fails the checks; a good one passes."
+    """A notebook whose cell raised, whose figure cannot be decoded and which links outside fails the checks; a good
+    one passes, with its math typeset, its `#| hide` cell left out and its directives hidden."""
     src = tmp_path / "src"
     (src / "docs").mkdir(parents=True)
     (src / "nbs").mkdir()
     (src / "docs" / "index.md").write_text("# test\n\n```{toctree}\n:glob:\n\n../nbs/*\n```\n")
 
-    def notebook(name, outputs):
+    def notebook(name, outputs, markdown=""):
         cell = {"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": {}, "outputs": outputs,
-                "source": ["1 / 0"]}
-        nb = {"cells": [{"cell_type": "markdown", "id": "m1", "metadata": {}, "source": [f"# {name}"]}, cell],
+                "source": ["#| export\n", "shown_cell = 1 / 0"]}
+        hidden = {"cell_type": "code", "execution_count": None, "id": "c2", "metadata": {}, "outputs": [],
+                  "source": ["#| hide\n", "hidden_cell = 1"]}
+        nb = {"cells": [{"cell_type": "markdown", "id": "m1", "metadata": {}, "source": [f"# {name}\n\n{markdown}"]},
+                        cell, hidden],
               "metadata": {"kernelspec": {"display_name": "python3", "language": "python", "name": "python3"}},
               "nbformat": 4, "nbformat_minor": 5}
         (src / "nbs" / f"{name}.ipynb").write_text(json.dumps(nb))
 
     image = lambda data: {"output_type": "display_data", "metadata": {}, "data": {"image/png": data, "text/plain": ["<Figure>"]}}
-    notebook("good", [image(PNG_1PX)])
+    notebook("good", [image(PNG_1PX)], "A token's proxy $v = (1-p)\\,h$ and its margin\n\n$$\\Delta = 2v^\\top\\mu$$")
     notebook("bad", [{"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero",
                       "traceback": ["Traceback (most recent call last):", "ZeroDivisionError: division by zero"]},
-                     image(base64.b64encode(b"not a png").decode())])
+                     image(base64.b64encode(b"not a png").decode())],
+             "[the paper](https://arxiv.org/abs/2605.21467) ![a remote figure](https://example.org/fig.png)")
     out = tmp_path / "out"
     build(src, out)
     assert page_problems(browser, out / "nbs" / "good.html", figures=1) == []
+    text = browser.find_element("css selector", "article").text
+    assert "shown_cell" in text and "hidden_cell" not in text and "#|" not in text
+    assert len(browser.find_elements("css selector", "mjx-container")) == 2  # both equations typeset
     bad = page_problems(browser, out / "nbs" / "bad.html", figures=1)
     assert any("error" in p for p in bad) and any("do not display" in p for p in bad), bad
+    assert any("outside the site" in p for p in bad), bad  # the browser asked for the remote figure
+    assert external_references(out) == {"nbs/bad.html": ["https://arxiv.org/abs/2605.21467",
+                                                         "https://example.org/fig.png"]}
     assert any("figures" in p for p in page_problems(browser, out / "nbs" / "good.html", figures=2))
     assert any("did not load" in p for p in page_problems(browser, out / "nbs" / "missing.html"))
