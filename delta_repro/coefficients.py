@@ -435,8 +435,9 @@ def _cpu_kernels():
         return load_inline(f"delta_repro_bf16_{key}", cpp_sources=_KERNEL_SRC, functions=["dot_rows", "side_sums"],
                            extra_cflags=flags, verbose=False)
     except Exception as e:  # no compiler, no ninja, a failed build: the float32 path is slower, not wrong
-        warnings.warn(f"delta_repro: bf16 CPU kernels unavailable ({type(e).__name__}: {str(e)[:300]}); each chunk "
-                      "of bf16 proxies is upcast to float32 instead (several times slower)")
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:300]  # one line: a build log has many
+        warnings.warn(f"delta_repro: bf16 CPU kernels unavailable ({why}); each chunk of bf16 proxies is upcast to "
+                      "float32 instead (several times slower)")
         return None
 
 # %% ../nbs/01_coefficients.ipynb #9c28fb5a
