@@ -4,13 +4,16 @@ at the one-GPU shape, and measured at a scaled-down shape on this machine.
     python benchmarks/memory.py                  # both tables (the measurement: a few minutes on 2 CPU cores)
     python benchmarks/memory.py --no-measure     # the computed table only
 
-Shapes, per GPU (= per data-parallel process, which holds its share of the rollout batch):
-  paper  Qwen3-8B, d = 4096, bf16 hidden states; 2,048 completions per rollout batch over 8 GPUs = 256 per GPU, of up
-         to 20,480 tokens (mean ~8k: the issue's working figure, the paper gives none); forward micro-batches of 4
-         (configs/paper.yaml).
-  gpu1   configs/gpu1.yaml is not on this branch; the one-GPU shape of issue 13's profile is used: Qwen3-0.6B-Base,
-         d = 1024, 512 completions per rollout batch on 1 GPU, up to 1,024 tokens (mean ~600: its estimate of ~300k
-         tokens per batch), micro-batches of 16; float32 weights under bf16 autocast, so float32 hidden states.
+Shapes, per GPU (= per data-parallel process, which holds its share of the rollout batch), read from the profiles:
+B = per_device_train_batch_size x steps_per_generation completions per GPU, micro-batches b =
+per_device_train_batch_size, up to max_completion_length tokens, K = delta_K (default 1), bytes per value from the
+first backbone's dtype (default bf16 on a GPU), d from the HIDDEN table below (the models' config.json).
+  paper  configs/paper.yaml: Qwen3-8B-Base, d = 4096, bf16 hidden states; 2,048 completions per rollout batch over 8
+         GPUs = 256 per GPU, of up to 20,480 tokens, micro-batches of 4. Mean length ~8k: a working figure (the paper
+         gives none; not in the profile).
+  gpu1   configs/gpu1.yaml: Qwen3-0.6B-Base, d = 1024, float32 weights under bf16 autocast (float32 hidden states),
+         512 completions per rollout batch on 1 GPU, up to 1,024 tokens, micro-batches of 16. Mean ~600: the profile's
+         estimate of ~300k tokens per rollout batch.
 "padded" is what the trainer holds: TRL pads every completion of the batch to the longest one, and with a 20k-token
 budget some completion nearly always runs to the limit. "mean" (no padding) is a lower bound.
 
@@ -43,10 +46,23 @@ from pathlib import Path
 import subprocess
 import sys
 
-SHAPES = {  # completions per GPU B, micro-batch b, max and mean completion tokens, d, bytes per value
-    "paper": dict(B=2048 // 8, b=4, T_max=20480, T_mean=8192, d=4096, bytes=2, note="Qwen3-8B, bf16"),
-    "gpu1": dict(B=512, b=16, T_max=1024, T_mean=600, d=1024, bytes=4, note="Qwen3-0.6B-Base, float32 hidden states"),
-}
+ROOT = Path(__file__).resolve().parents[1]
+HIDDEN = {"Qwen3-8B-Base": 4096, "Qwen3-0.6B-Base": 1024}  # hidden_size in each model's config.json
+MEAN_TOKENS = {"paper": 8192, "gpu1": 600}  # mean completion length: not in the profiles (see the docstring)
+
+
+def profile_shape(profile):
+    "Per-GPU shape of a profile's rollout batch for its first backbone (configs/<profile>.yaml)."
+    import yaml
+    raw = yaml.safe_load((ROOT / "configs" / f"{profile}.yaml").read_text())
+    tr, (name, bb) = raw["trainer"], next(iter(raw["backbones"].items()))
+    dtype = bb.get("dtype", "bfloat16")  # delta_repro.models.load_model: bf16 on CUDA unless the profile says
+    return dict(B=tr["per_device_train_batch_size"] * tr["steps_per_generation"], b=tr["per_device_train_batch_size"],
+                T_max=tr["max_completion_length"], T_mean=MEAN_TOKENS[profile], d=HIDDEN[name], K=tr.get("delta_K", 1),
+                bytes=4 if dtype == "float32" else 2, note=f"{name}, {dtype} hidden states (configs/{profile}.yaml)")
+
+
+SHAPES = {name: profile_shape(name) for name in ("paper", "gpu1")}
 OPTIONS = ("memory", "host", "recompute")
 CHUNK = 2 ** 27  # elements per chunk of the estimator on a GPU (StreamingDeltaEstimator._default_chunk)
 PER_TOKEN = 100  # bytes of per-token estimator state (advantages, sides, codes, kept margins, outputs)
@@ -67,26 +83,27 @@ def predicted(option, B, b, T, d, bytes, K=1, gpu=True):
 
 def computed_table():
     print("Proxy memory per GPU on top of training, computed (GB = 1e9 bytes; see the docstring for the formulas)")
-    print(f"{'shape':>6} {'option':>9} {'device, mean len':>17} {'device, padded':>15} {'host, padded':>13} "
-          f"{'extra fwd passes':>16} {'batch copies':>12}")
+    print(f"{'shape':>6} {'option':>9} {'device, mean len':>17} {'device, padded':>15} {'host, mean len':>15} "
+          f"{'host, padded':>13} {'extra fwd passes':>16} {'batch copies':>12}")
     rows = []
     for name, s in SHAPES.items():
         for option in OPTIONS:
-            mean = predicted(option, s["B"], s["b"], s["T_mean"], s["d"], s["bytes"])
-            pad = predicted(option, s["B"], s["b"], s["T_max"], s["d"], s["bytes"])
+            mean = predicted(option, s["B"], s["b"], s["T_mean"], s["d"], s["bytes"], K=s["K"])
+            pad = predicted(option, s["B"], s["b"], s["T_max"], s["d"], s["bytes"], K=s["K"])
             rows.append(dict(shape=name, option=option, device_mean_gb=mean["device"] / 1e9,
-                             device_padded_gb=pad["device"] / 1e9, host_padded_gb=pad["host"] / 1e9,
-                             extra_forward_passes=pad["passes"], batch_copies=pad["copies"], **s))
+                             device_padded_gb=pad["device"] / 1e9, host_mean_gb=mean["host"] / 1e9,
+                             host_padded_gb=pad["host"] / 1e9, extra_forward_passes=pad["passes"],
+                             batch_copies=pad["copies"], **s))
             print(f"{name:>6} {option:>9} {mean['device'] / 1e9:>17.2f} {pad['device'] / 1e9:>15.2f} "
-                  f"{pad['host'] / 1e9:>13.2f} {pad['passes']:>16} {pad['copies']:>12}")
+                  f"{mean['host'] / 1e9:>15.2f} {pad['host'] / 1e9:>13.2f} {pad['passes']:>16} {pad['copies']:>12}")
     for name, s in SHAPES.items():
         print(f"  {name}: {s['note']}, d = {s['d']}, {s['B']} completions per GPU of up to {s['T_max']} tokens "
-              f"(mean {s['T_mean']}), micro-batches of {s['b']}")
+              f"(mean {s['T_mean']}), micro-batches of {s['b']}, K = {s['K']}")
     p = SHAPES["paper"]
     print(f"  paper, 'host': {8 * p['B'] * p['T_max'] * p['d'] * p['bytes'] / 1e9:.0f} GB of pinned host memory per "
-          f"8-GPU node padded ({8 * p['B'] * p['T_mean'] * p['d'] * p['bytes'] / 1e9:.0f} GB at the mean length); its 4 "
-          f"copies per step move {4 * p['B'] * p['T_max'] * p['d'] * p['bytes'] / 1e9:.0f} GB per GPU, ~"
-          f"{4 * p['B'] * p['T_max'] * p['d'] * p['bytes'] / 25e9:.0f} s at 25 GB/s over PCIe")
+          f"8-GPU node padded ({8 * p['B'] * p['T_mean'] * p['d'] * p['bytes'] / 1e9:.0f} GB at the mean length); its "
+          f"{p['K'] + 3} copies per step move {(p['K'] + 3) * p['B'] * p['T_max'] * p['d'] * p['bytes'] / 1e9:.0f} GB "
+          f"per GPU, ~{(p['K'] + 3) * p['B'] * p['T_max'] * p['d'] * p['bytes'] / 25e9:.0f} s at 25 GB/s over PCIe")
     return rows
 
 

@@ -459,8 +459,11 @@ def _cpu_kernels():
         return load_inline(f"delta_repro_bf16_{key}", cpp_sources=_KERNEL_SRC, functions=["dot_rows", "side_sums"],
                            extra_cflags=flags, verbose=False)
     except Exception as e:  # no compiler, no ninja, a failed build: the float32 path is slower, not wrong
-        warnings.warn(f"delta_repro: bf16 CPU kernels unavailable ({type(e).__name__}: {str(e)[:300]}); each chunk "
-                      "of bf16 proxies is upcast to float32 instead (several times slower)")
+        lines = [l.strip() for l in str(e).splitlines() if l.strip()] or [""]  # one line out of a build log:
+        cause = next((l for l in lines[1:] if any(w in l.lower() for w in ("error", "not found", "no such"))), lines[-1])
+        why = f"{type(e).__name__}: {lines[0][:100]}" + (f" ... {cause[:200]}" if len(lines) > 1 else "")
+        warnings.warn(f"delta_repro: bf16 CPU kernels unavailable ({why}); each chunk of bf16 proxies is upcast to "
+                      "float32 instead (several times slower)")
         return None
 
 # %% ../nbs/01a_streaming.ipynb #9c28fb5a

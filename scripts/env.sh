@@ -44,6 +44,24 @@ if command -v bwrap >/dev/null 2>&1 && ! bwrap --unshare-pid --unshare-net --ro-
    && ! bwrap --unshare-user --unshare-pid --unshare-net --ro-bind / / /bin/sh -c : >/dev/null 2>&1; then
   echo "[env] WARNING: bwrap cannot create namespaces here (unprivileged user namespaces off?): code rewards will refuse to run (docs/install.md: code rewards)" >&2
 fi
+# The coefficient estimator's bf16 CPU kernels (nbs/01_coefficients.ipynb) are compiled on first use by torch's
+# extension builder, which needs a C++ compiler, ninja (requirements.txt) and Python's headers. Without them the
+# estimator warns once and upcasts each bf16 chunk to float32 instead: the same coefficients, several times slower.
+# As root with apt the compiler (and, for a system Python, its headers) is installed here; otherwise a note says so.
+_pyinc="$("$_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
+if ! command -v "${CXX:-c++}" >/dev/null 2>&1 || [ ! -f "$_pyinc/Python.h" ]; then
+  _pkgs="g++"
+  case "$_pyinc" in /usr/include/*) _pkgs="$_pkgs $(basename "$_pyinc")-dev" ;; esac  # e.g. python3.11-dev
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "[env] installing $_pkgs (the coefficient estimator's bf16 CPU kernels are compiled on first use)"
+    { DEBIAN_FRONTEND=noninteractive apt-get install -y -q $_pkgs >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $_pkgs >/dev/null 2>&1; }; } \
+      || echo "[env] WARNING: could not install $_pkgs: the estimator will upcast bf16 proxies to float32 (slower, same numbers)" >&2
+  else
+    echo "[env] note: no C++ compiler (${CXX:-c++}) or no Python.h: the estimator's bf16 CPU kernels cannot be built and it" \
+         "will upcast bf16 proxies to float32 (slower, same numbers; e.g. sudo apt-get install $_pkgs)" >&2
+  fi
+fi
 # The browser test of the static site (tests/test_site.py) opens the built pages in headless Chromium. test.sh asks
 # for it (DELTA_WANT_BROWSER=1); as root with apt it is installed here, otherwise that test is skipped with the reason.
 if [ "${DELTA_WANT_BROWSER:-0}" = 1 ] && ! { command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; }; then

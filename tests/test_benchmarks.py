@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from delta_repro.experiments import measure_step_overhead
 
@@ -99,6 +100,11 @@ def test_memory_benchmark_computes_every_option_at_both_shapes_and_measures_them
     paper = {c["option"]: c for c in r["computed"] if c["shape"] == "paper"}
     P = 256 * 20480 * 4096 * 2 / 1e9  # 256 completions per GPU padded to 20,480 tokens, d = 4096, bf16
     assert paper["host"]["host_padded_gb"] == pytest.approx(P)
+    assert paper["host"]["host_mean_gb"] == pytest.approx(P * 8192 / 20480)  # the mean length, 8k
+    for c in r["computed"]:  # the shapes are the profiles' own
+        tr = yaml.safe_load((ROOT / "configs" / f"{c['shape']}.yaml").read_text())["trainer"]
+        assert (c["B"], c["b"], c["T_max"]) == (tr["per_device_train_batch_size"] * tr["steps_per_generation"],
+                                                tr["per_device_train_batch_size"], tr["max_completion_length"])
     assert paper["memory"]["device_padded_gb"] > 2 * P > 30 * paper["host"]["device_padded_gb"]
     assert (paper["memory"]["extra_forward_passes"], paper["host"]["extra_forward_passes"],
             paper["recompute"]["extra_forward_passes"]) == (0, 0, 3)

@@ -1,9 +1,11 @@
 """The estimator's sweeps at the memory roofline: the bf16 CPU kernels against float64 and against the float32 path,
 one product per sweep, and the non-finite checks that now ride on the products."""
+import functools
 import math
 
 import pytest
 import torch
+import torch.utils.cpp_extension
 
 import delta_repro.coefficients as coefficients
 from delta_repro.coefficients import DeltaConfig, StreamingDeltaEstimator, delta_coefficients, plain_delta_coefficients
@@ -98,6 +100,34 @@ def test_bf16_non_finite_proxies_on_valid_tokens_are_rejected_and_on_padding_ign
             delta_coefficients(bad, A, M)
     padded = torch.where(M.bool()[..., None], P, torch.tensor(math.inf, dtype=P.dtype))
     torch.testing.assert_close(delta_coefficients(padded, A, M).weights, delta_coefficients(P, A, M).weights)
+
+
+def test_a_failed_build_warns_once_in_one_line_and_gives_the_same_coefficients(monkeypatch):
+    "No compiler (simulated: the extension builder fails as it does without c++): one warning, the float32 path."
+    P, A, M = bf16_batch(B=7, T=50, d=96, seed=5)
+    P = torch.where(M.bool()[..., None], P, torch.tensor(float("nan"), dtype=P.dtype))  # garbage on padding
+    built = coefficients._cpu_kernels() is not None
+    kernel_path = delta_coefficients(P, A, M)  # the kernels where they build here, else already the float32 path
+    def no_compiler(*a, **k):
+        raise RuntimeError("Error building extension 'delta_repro_bf16':\n[1/3] c++ -MMD -MF main.o.d -O3 -c main.cpp"
+                           "\nFAILED: main.o\n/bin/sh: 1: c++: not found\nninja: build stopped: subcommand failed.")
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", no_compiler)
+    monkeypatch.delenv("DELTA_REPRO_CPU_KERNELS", raising=False)
+    monkeypatch.setattr(coefficients, "_cpu_kernels", functools.cache(coefficients._cpu_kernels.__wrapped__))
+    with pytest.warns(UserWarning) as rec:
+        fallback = delta_coefficients(P, A, M)  # 4 sweeps, each asking for the kernels
+        delta_coefficients(P, A, M)
+    (w,) = [r for r in rec if "delta_repro" in str(r.message)]  # once per process
+    msg = str(w.message)
+    assert "\n" not in msg and "c++: not found" in msg and "upcast to float32" in msg, msg
+    assert not coefficients._uses_kernel(P)
+    exact = plain_delta_coefficients(P.double(), A, M)  # the same bf16 values in float64
+    scale = {"margins": exact.margins.abs().max().item()}  # float32 products: error relative to the largest |Δ|
+    for name in ("weights", "lam", "scores", "margins"):
+        tol = dict(atol=1e-5 * scale.get(name, 0.1), rtol=0)
+        torch.testing.assert_close(getattr(fallback, name), getattr(exact, name), **tol)
+        if built: torch.testing.assert_close(getattr(fallback, name), getattr(kernel_path, name), **tol)
+    torch.testing.assert_close(fallback.gamma, kernel_path.gamma, atol=1e-8, rtol=1e-5)
 
 
 def test_kernels_can_be_switched_off(monkeypatch):
