@@ -193,16 +193,8 @@ def test_hostile_program_scores_zero_and_leaves_no_trace(name, code, tests, mode
     assert not strays, f"{name}: left {strays}"
 
 
-def _forged(value: str) -> str:
-    """A program whose `add` makes the harness reply `{"value": <value>}`, where `value` is a Python expression of the
-    JSON text: it replaces `json.dumps`, which the harness calls, so the object is never built in the sandbox."""
-    return ("import json\n_dumps = json.dumps\n"
-            "def _forge(obj, *a, **k):\n"
-            "    if type(obj) is dict and obj.get('value') == '@forged@':\n"
-            f"        return '{{\"value\": ' + {value} + '}}'\n"
-            "    return _dumps(obj, *a, **k)\n"
-            "json.dumps = _forge\n"
-            "def add(a, b): return '@forged@'\n")
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from graders import forged_reply_program as _forged  # the same attack programs the benchmark times; noqa: E402
 
 
 P61 = "(2**61 - 1)"  # every multiple of 2**61 - 1 hashes to 0 in CPython
