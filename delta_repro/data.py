@@ -8,8 +8,8 @@ __all__ = ['MATH_INSTRUCTION', 'CHOICE_INSTRUCTION', 'CODE_INSTRUCTION', 'load_a
            'load_hmmt26_feb', 'load_brumo25', 'LETTERS', 'SPLITS', 'make_prompt', 'load_table', 'load_deepmath',
            'load_aime24', 'load_aime25', 'load_math_train', 'load_math500', 'load_gpqa_diamond', 'load_mmlu_pro_subset',
            'load_humaneval_plus', 'load_mbpp_plus', 'load_livecodebench', 'load_eurus2_code', 'chain_of_thought',
-           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite', 'problem_key', 'split_of', 'overlap_table',
-           'assert_disjoint']
+           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite', 'problem_key', 'split_of', 'problem_keys',
+           'overlap_table', 'assert_disjoint']
 
 # %% ../nbs/05_data.ipynb #cc62f94b
 import hashlib
@@ -348,7 +348,8 @@ def split_of(key: str) -> str:
     u = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
     return next(name for name, (lo, hi) in SPLITS.items() if lo <= u < hi)
 
-def _keys(ds) -> list[str]:
+def problem_keys(ds) -> list[str]:
+    "`problem_key` of every row of a dataset (its `question`, else its prompt text)."
     col = "question" if "question" in ds.column_names else "prompt"
     return [problem_key(q if isinstance(q, str) else q[-1]["content"]) for q in ds[col]]
 
@@ -359,8 +360,8 @@ def overlap_table(seen: dict, held: dict):
     size), `overlap` (held-out problems found in the seen set) and `overlap_pct`; held-out sets are also checked
     against each other (a selection problem must not be reported either)."""
     import pandas as pd
-    seen_keys = {n: set(_keys(d)) for n, d in seen.items()}
-    held_keys = {n: _keys(d) for n, d in held.items()}
+    seen_keys = {n: set(problem_keys(d)) for n, d in seen.items()}
+    held_keys = {n: problem_keys(d) for n, d in held.items()}
     rows = []
     for h, keys in held_keys.items():
         against = list(seen_keys.items()) + [(o, set(k)) for o, k in held_keys.items() if o != h]

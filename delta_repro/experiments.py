@@ -148,7 +148,7 @@ def build_suite(spec: dict, template: str = "base"):
     elif kind == "code": ds = data.offline_code_suite(template=template, split=split, **s)
     elif kind in ("champ", "hub"):  # fixed sets: a split keeps the problems whose hash falls in it
         ds = data.champ_suite(template=template) if kind == "champ" else getattr(data, s.pop("loader"))(template=template, **s)
-        if split is not None: ds = ds.select([i for i, k in enumerate(data._keys(ds)) if data.split_of(k) == split])
+        if split is not None: ds = ds.select([i for i, k in enumerate(data.problem_keys(ds)) if data.split_of(k) == split])
     else: raise ValueError(f"suite must be reasoning_gym, champ, code or hub, got {kind!r}")
     return ds.select(range(min(limit, len(ds)))) if limit else ds
 
