@@ -1019,12 +1019,18 @@ def plot_overview(batch: dict, title: str = ""):
     correct completions and squares for wrong ones, the centroids on top; (b) the same plane zoomed on the centroids,
     before (open) and after (filled) refinement, with arrows; (c) each token's final margin Δ against its λ (the
     soft assignment σ(Δ/γ) mapped to [λ_min, λ_max]), with Δ in units of its side's temperature γ. Legends sit
-    under the panels, off the data. Raises
-    `ValueError` when the batch has fewer than 3 tokens with Â ≠ 0. Returns the figure."""
+    under the panels, off the data. A batch with fewer than 3 tokens with Â ≠ 0 (every group tied, as a policy that
+    solves nothing gives) has no centroids to draw: the figure then says so in words. Returns the figure."""
     import matplotlib.pyplot as plt
     c = batch["coefficients"]
     valid = batch["mask"].bool() & (batch["advantages"] != 0)[:, None]
-    if int(valid.sum()) < 3: raise ValueError("batch: fewer than 3 tokens with non-zero advantage, nothing to project")
+    if int(valid.sum()) < 3:
+        fig, ax = plt.subplots(figsize=(8, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"{int(valid.sum())} tokens with non-zero advantage in this rollout batch (every group tied):\n"
+                "no centroids, nothing to project", ha="center", va="center")
+        if title: fig.suptitle(title, fontsize=10)
+        return fig
     V = batch["proxies"][valid].double()
     mu, mu0 = c.centroids.double(), c.initial_centroids.double()
     u = mu[0] - mu[1]

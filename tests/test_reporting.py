@@ -226,3 +226,15 @@ def test_token_classes_on_a_hand_made_pair():
     text = token_class_text(ts3)
     assert "3 prompts with both outcomes" in text and "in wrong completions, shared 0.900 [0.900, 0.900]" in text
     assert "decisive tokens above shared ones" in text
+
+
+def test_fig1_on_a_batch_where_every_group_tied_says_so():
+    import matplotlib
+    matplotlib.use("Agg")
+    import torch
+    from types import SimpleNamespace
+    from delta_repro.reporting import plot_overview
+    batch = {"coefficients": SimpleNamespace(), "mask": torch.ones(4, 3), "advantages": torch.zeros(4),
+             "proxies": torch.zeros(4, 3, 2)}
+    fig = plot_overview(batch, "tied")
+    assert "nothing to project" in fig.axes[0].texts[0].get_text() and "0 tokens" in fig.axes[0].texts[0].get_text()
