@@ -12,7 +12,13 @@
 #   --jobs     runs trained at a time, each with its share of the cores (default: 2 for cpu, 1 otherwise)
 #   --dry-run  validate the plan and print it (runs, status, artefacts; estimated GPU-hours for gpu1 and paper)
 #   --reports-only  train and evaluate nothing: regenerate the reports from the runs that exist (missing ones show as such)
+#   --retrain  do not restore the committed per-run archive (figures/<profile>/runs/*.tar.gz) into runs/<profile>/runs:
+#              train every run that folder lacks (runs already trained there are still skipped, never overwritten;
+#              for a full retrain use a fresh clone or move runs/<profile> aside)
 #
+# Finished runs of a profile are committed, without checkpoints, as figures/<profile>/runs/<run_id>.tar.gz
+# (scripts/archive_runs.py); unless --retrain is given they are unpacked first, so a fresh clone's --reports-only
+# remakes every report from them and a full run trains only what the archive lacks.
 # Creates or reuses .venv (scripts/env.sh). Runs train through nbs/experiments/train.ipynb and are evaluated through
 # nbs/experiments/evaluate.ipynb (papermill; for gpu1 and paper: scripts/train_run.py), then one
 # report notebook per artefact writes figures/<profile>/<artefact>.{png,pdf,md,tex,csv}. Executed notebooks are kept
@@ -25,7 +31,7 @@ cd "$(dirname "$0")"
 trap 'kill $(jobs -p) 2>/dev/null || true; echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
 
 usage_error() { echo "reproduce.sh: $* (see --help)" >&2; exit 2; }
-profile=""; profile_set=0; dry_run=0; reports_only=0; only=(); jobs=""
+profile=""; profile_set=0; dry_run=0; reports_only=0; retrain=0; only=(); jobs=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) [ $# -ge 2 ] || usage_error "--profile needs smoke, cpu, gpu1 or paper"
@@ -39,6 +45,7 @@ while [ $# -gt 0 ]; do
     --jobs=*) jobs="${1#*=}"; shift ;;
     --dry-run) dry_run=1; shift ;;
     --reports-only) reports_only=1; shift ;;
+    --retrain) retrain=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
     *) usage_error "unknown argument '$1'" ;;
   esac
@@ -61,17 +68,21 @@ root="$(pwd)"
 runs="$root/runs/$profile/runs"; nbout="$root/runs/$profile/notebooks"; figs="$root/figures/$profile"
 mkdir -p "$runs" "$nbout/train" "$nbout/evaluate" "$nbout/report" "$figs"
 export DELTA_REPRO_CACHE="${DELTA_REPRO_CACHE:-$root/runs/cache}"
+# the committed per-run archive: runs (and tiny warm starts) finished in earlier sessions or on other machines
+if [ "$retrain" = 0 ] && [ -d "figures/$profile/runs" ]; then
+  python scripts/archive_runs.py --profile "$profile" --runs-dir "$runs" --restore
+fi
 
 # The plan: validated once; the runs (and reports) to do, restricted by --only.
 plan_txt="$(python - "$profile" "$runs" "${only[@]}" <<'PY'
 import sys
-from delta_repro.experiments import load_plan
+from delta_repro.experiments import load_plan, run_order
 profile, runs_dir, only = sys.argv[1], sys.argv[2], sys.argv[3:]
 plan = load_plan(f"configs/{profile}.yaml")
 unknown = [a for a in only if a not in plan.artefact_runs]
 if unknown: sys.exit(f"--only: {unknown} not in the {profile} plan; artefacts: {sorted(plan.artefact_runs)}")
 arts = only or list(plan.artefact_runs)
-run_ids = list(dict.fromkeys(r for a in arts for r in plan.artefact_runs[a]))
+run_ids = run_order(plan, arts)  # seeds of a comparison side by side, code-task runs last
 print("\n".join(f"RUN {r}" for r in run_ids))
 print("\n".join(f"ART {a}" for a in arts))
 PY

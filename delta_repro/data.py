@@ -8,8 +8,8 @@ __all__ = ['MATH_INSTRUCTION', 'CHOICE_INSTRUCTION', 'CODE_INSTRUCTION', 'load_a
            'load_hmmt26_feb', 'load_brumo25', 'LETTERS', 'SPLITS', 'make_prompt', 'load_table', 'load_deepmath',
            'load_aime24', 'load_aime25', 'load_math_train', 'load_math500', 'load_gpqa_diamond', 'load_mmlu_pro_subset',
            'load_humaneval_plus', 'load_mbpp_plus', 'load_livecodebench', 'load_eurus2_code', 'chain_of_thought',
-           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite', 'problem_key', 'split_of', 'problem_keys',
-           'overlap_table', 'assert_disjoint']
+           'reasoning_gym_suite', 'champ_suite', 'offline_code_suite', 'chain_terms', 'problem_key', 'split_of',
+           'problem_keys', 'overlap_table', 'assert_disjoint']
 
 # %% ../nbs/05_data.ipynb #cc62f94b
 import hashlib
@@ -323,7 +323,7 @@ def offline_code_suite(size: int = 64, seed: int = 0, template: str = "base", sp
         c = "-" if b % 2 else "+"
         q = text.format(a=a, b=b, c=c)
         if split is not None:
-            key = problem_key(q)
+            key = problem_key(q, tests(a, b, c))
             if split_of(key) != split or (split != "train" and key in seen): continue
             seen.add(key)
         rows.append(dict(prompt=make_prompt(q, CODE_INSTRUCTION, template), question=q, answer="", source="code/gen",
@@ -335,13 +335,37 @@ def offline_code_suite(size: int = 64, seed: int = 0, template: str = "base", sp
 # %% ../nbs/05_data.ipynb #a1d15b02
 SPLITS = {"train": (0.0, 0.80), "select": (0.80, 0.85), "eval": (0.85, 1.0)}  # shares of the hash range [0, 1)
 
-def problem_key(text: str) -> str:
-    """The identity of a problem for overlap checks: for a question ending in a +/- chain, the chain without spaces
-    ("6+5-1+7="); otherwise the text lower-cased with runs of whitespace collapsed. Raises `ValueError` unless `text`
-    is a str."""
-    if not isinstance(text, str): raise ValueError(f"text must be a str, got {type(text).__name__}")
+_SIGNATURE = re.compile(r"`(\w+\([^`()]*\))`|\bdef\s+(\w+\([^)]*\))")
+
+def chain_terms(text: str) -> list[int] | None:
+    "The signed terms of the +/- chain `text` ends in (\"6 + 5 - 1 =\" -> [6, 5, -1]), or None when it ends in none."
     m = _CHAIN.search(text)
-    return re.sub(r"\s+", "", m.group(0)) if m else " ".join(text.lower().split())
+    if m is None: return None
+    return [int(m.group(1))] + [int(n) if op == "+" else -int(n) for op, n in re.findall(r"([+-])\s*(\d+)", m.group(2))]
+
+def problem_key(text: str, tests=None) -> str:
+    """The identity of a problem, which decides its split (`split_of`) and every overlap check: what the problem *is*,
+    not how it is written.
+
+    - A question ending in a +/- chain: the multiset of its signed terms, sorted ("6 + 5 - 1 =" -> "chain:-1,+5,+6").
+      Every reordering of a chain ("5 - 1 + 6 =", "-1 + 6 + 5 =") is the same problem with the same answer, so it
+      gets the same key and lands in the same split.
+    - A code problem (`tests` given: a list of test strings): its specification, the function's name and signature
+      (the first `` `name(args)` `` or `def name(args)` of the statement; empty for stdio programs) and its tests,
+      sorted ("code:f(x)|assert f(0) == 3|..."); the statement's wording does not count.
+    - Otherwise the text lower-cased with runs of whitespace collapsed.
+
+    Raises `ValueError` unless `text` is a str and `tests`, when given, a list or tuple of str."""
+    if not isinstance(text, str): raise ValueError(f"text must be a str, got {type(text).__name__}")
+    if tests is not None:
+        if not isinstance(tests, (list, tuple)) or not all(isinstance(t, str) for t in tests):
+            raise ValueError(f"tests must be a list of str, got {type(tests).__name__}")
+        sig = _SIGNATURE.search(text)
+        name = re.sub(r"\s+", "", (sig.group(1) or sig.group(2))) if sig else ""
+        return "code:" + "|".join([name] + sorted(" ".join(t.split()) for t in tests))
+    terms = chain_terms(text)
+    if terms is not None: return "chain:" + ",".join(f"{v:+d}" for v in sorted(terms))
+    return " ".join(text.lower().split())
 
 def split_of(key: str) -> str:
     "The split (a key of `SPLITS`) of a problem key: from the first 8 bytes of its SHA-256, uniform on [0, 1)."
@@ -349,26 +373,36 @@ def split_of(key: str) -> str:
     return next(name for name, (lo, hi) in SPLITS.items() if lo <= u < hi)
 
 def problem_keys(ds) -> list[str]:
-    "`problem_key` of every row of a dataset (its `question`, else its prompt text)."
+    "`problem_key` of every row of a dataset (its `question`, else its prompt text; with its `tests` where it has them)."
     col = "question" if "question" in ds.column_names else "prompt"
-    return [problem_key(q if isinstance(q, str) else q[-1]["content"]) for q in ds[col]]
+    texts = [q if isinstance(q, str) else q[-1]["content"] for q in ds[col]]
+    tests = ds["tests"] if "tests" in ds.column_names else [None] * len(texts)
+    return [problem_key(q, t) for q, t in zip(texts, tests)]
 
 def overlap_table(seen: dict, held: dict):
     """How many problems of each held-out set (name -> Dataset: selection, evaluation, out of domain) occur in a set
-    seen in training (name -> Dataset: RL prompts, warm-start data), compared by `problem_key` (normalised text; for
-    arithmetic, the expression). A `pandas.DataFrame` with one row per (held-out set, seen set): `problems` (held-out
-    size), `overlap` (held-out problems found in the seen set) and `overlap_pct`; held-out sets are also checked
-    against each other (a selection problem must not be reported either)."""
+    seen in training (name -> Dataset: RL prompts, warm-start data), compared by `problem_key` (the problem's identity:
+    for arithmetic, the multiset of signed terms, so a reordering counts as the same problem; for code, the
+    specification). A `pandas.DataFrame` with one row per (held-out set, seen set): `problems` (held-out
+    size), `overlap` (held-out problems found in the seen set), `overlap_pct` and `reorderings` (how many of the
+    overlapping ones are written differently there, e.g. "5 - 1 + 6 =" held out, "6 + 5 - 1 =" seen: the overlap a
+    spelling-based check would miss); held-out sets are also checked against each other (a selection problem must not
+    be reported either)."""
     import pandas as pd
-    seen_keys = {n: set(problem_keys(d)) for n, d in seen.items()}
-    held_keys = {n: problem_keys(d) for n, d in held.items()}
+    spell = lambda d: [" ".join(str(q if isinstance(q, str) else q[-1]["content"]).lower().split()).replace(" ", "")
+                       for q in d["question" if "question" in d.column_names else "prompt"]]
+    seen_keys = {n: (set(problem_keys(d)), set(spell(d))) for n, d in seen.items()}
+    held_keys = {n: (problem_keys(d), spell(d)) for n, d in held.items()}
     rows = []
-    for h, keys in held_keys.items():
-        against = list(seen_keys.items()) + [(o, set(k)) for o, k in held_keys.items() if o != h]
-        for s, sk in against:
-            n = sum(k in sk for k in keys)
-            rows.append(dict(held_out=h, seen=s, problems=len(keys), overlap=n, overlap_pct=100 * n / max(1, len(keys))))
-    return pd.DataFrame(rows, columns=["held_out", "seen", "problems", "overlap", "overlap_pct"])
+    for h, (keys, spellings) in held_keys.items():
+        against = list(seen_keys.items()) + [(o, (set(k), set(sp))) for o, (k, sp) in held_keys.items() if o != h]
+        for s, (sk, ssp) in against:
+            hits = [k in sk for k in keys]
+            n = sum(hits)
+            reordered = sum(hit and sp not in ssp for hit, sp in zip(hits, spellings))
+            rows.append(dict(held_out=h, seen=s, problems=len(keys), overlap=n, overlap_pct=100 * n / max(1, len(keys)),
+                             reorderings=reordered))
+    return pd.DataFrame(rows, columns=["held_out", "seen", "problems", "overlap", "overlap_pct", "reorderings"])
 
 def assert_disjoint(seen: dict, held: dict) -> None:
     """Raise `ValueError` naming every pair of sets that share problems (`overlap_table`), e.g. "chain_sum-heldout:

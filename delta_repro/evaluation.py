@@ -6,7 +6,8 @@ test of App. K — results as tidy tables."""
 # %% auto #0
 __all__ = ['vllm_available', 'generate_completions', 'final_answer', 'answer_correct', 'grade', 'evaluate', 'summarize',
            'primary_accuracy', 'pass_at_k', 'significance', 'repeated_accuracy', 'mean_ci', 'difference_ci',
-           'estimate_text', 'smallest_p', 'detectable_effect', 'holm', 'save_results', 'load_results']
+           'paired_difference', 'estimate_text', 'smallest_p', 'detectable_effect', 'holm', 'save_results',
+           'load_results']
 
 # %% ../nbs/07_evaluation.ipynb #8d11c56e
 import json
@@ -254,6 +255,47 @@ def difference_ci(a, b, confidence: float = 0.95, n_resamples: int = 9999, seed:
     r = stats.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis) - y.mean(axis), confidence_level=confidence,
                         n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed), vectorized=True)
     return d, float(r.confidence_interval.low), float(r.confidence_interval.high)
+
+def paired_difference(a, b, alternative: str = "greater", paired_seeds: bool = False, confidence: float = 0.95,
+                      n_resamples: int = 9999, seed: int = 0) -> dict:
+    """The effect of runs `a` over runs `b` scored on the same problems, with an interval paired by problem.
+
+    `a` (S_a, P) and `b` (S_b, P), float: per-problem accuracies (%) of S_a and S_b runs (training seeds; a warm start
+    is one row) on the same P problems in the same order. The effect is mean(a) − mean(b) in points. The percentile
+    bootstrap draws, in each of `n_resamples` resamples, one set of P problems for *every* run of both sides (so a hard
+    problem is hard for both, and the difference of difficulty cancels instead of widening the interval), and the
+    seeds of each side with replacement (jointly when `paired_seeds`: both sides then need the same seeds in the same
+    order); a side with one run is not resampled over seeds. Below 3 runs a side the seeds add no interval of their
+    own; the problems still do. The second reading is scipy's Wilcoxon signed-rank test of the per-problem differences
+    (seed means), `alternative` "greater", "less" or "two-sided"; it treats problems as the unit and so ignores the
+    seed-to-seed spread: read it beside the interval, not instead of it. Returns effect, low, high, p_wilcoxon (1.0
+    when every difference is 0), n_a, n_b and problems. Raises `ValueError` for arrays that are not 2-D with the same
+    P ≥ 1, non-finite values, unequal seed counts with `paired_seeds`, or another `alternative`."""
+    if alternative not in ("greater", "less", "two-sided"):
+        raise ValueError(f"alternative must be 'greater', 'less' or 'two-sided', got {alternative!r}")
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1] or a.shape[1] < 1 or min(a.shape[0], b.shape[0]) < 1:
+        raise ValueError(f"a and b must be (runs, problems) arrays on the same problems, got shapes {a.shape} and {b.shape}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()): raise ValueError("a and b must be finite accuracies (no NaN/inf)")
+    if paired_seeds and a.shape[0] != b.shape[0]:
+        raise ValueError(f"paired_seeds needs the same seeds on both sides, got {a.shape[0]} and {b.shape[0]} runs")
+    if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    (s_a, p), s_b = a.shape, b.shape[0]
+    effect = float(a.mean() - b.mean())
+    rng = np.random.default_rng(seed)
+    boots = np.empty(n_resamples)
+    for lo in range(0, n_resamples, 1000):  # chunks keep the (resamples, problems) weights small
+        r = min(1000, n_resamples - lo)
+        w = rng.multinomial(p, np.full(p, 1.0 / p), size=r).astype(float) / p  # one problem draw for every run
+        ma, mb = w @ a.T, w @ b.T  # (r, S_a), (r, S_b): each run's mean over the drawn problems
+        ia = rng.integers(0, s_a, (r, s_a)) if s_a > 1 else np.zeros((r, 1), int)
+        ib = ia if paired_seeds else (rng.integers(0, s_b, (r, s_b)) if s_b > 1 else np.zeros((r, 1), int))
+        boots[lo:lo + r] = np.take_along_axis(ma, ia, 1).mean(1) - np.take_along_axis(mb, ib, 1).mean(1)
+    low, high = np.quantile(boots, [(1 - confidence) / 2, (1 + confidence) / 2])
+    d = a.mean(0) - b.mean(0)
+    p_w = float(stats.wilcoxon(d, alternative=alternative).pvalue) if np.any(d != 0) else 1.0
+    return dict(effect=effect, low=float(min(low, effect)), high=float(max(high, effect)), p_wilcoxon=p_w,
+                n_a=int(s_a), n_b=int(s_b), problems=int(p))
 
 def estimate_text(x, digits: int = 2, unit: str = "seeds", min_n: int = 3) -> str:
     """A method's scores as a reader should see them: "mean [low, high]" (95 % bootstrap interval, `mean_ci`) from

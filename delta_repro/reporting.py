@@ -107,12 +107,15 @@ METRICS = {
 
 def report_benchmarks(plan, task: str, ood: bool = False) -> list[str]:
     """The benchmarks a report averages over: the task's evaluation sets except its selection set (a checkpoint
-    chosen on a set must not be scored on it), or only its OOD sets. Raises `ValueError` for an unknown task."""
+    chosen on a set must not be scored on it), or only its OOD sets. Raises `ValueError` for an unknown task or one
+    whose only evaluation set is its selection set (`experiments.check_selection`)."""
     if task not in plan.raw["tasks"]: raise ValueError(f"task: {task!r} is not in the plan")
     spec = plan.raw["tasks"][task]
     if ood: return list(spec.get("ood", {}))
     names = [b for b in spec["eval"] if b != spec["select"]]
-    return names or list(spec["eval"])
+    if not names:  # load_plan refuses such a plan (experiments.check_selection); a hand-built one gets the same answer
+        raise ValueError(f"task: {task!r} has no evaluation set besides its selection set {spec['select']!r}: nothing to report")
+    return names
 
 def learning_curve(run_dir: str | Path) -> pd.DataFrame:
     "The selection-set accuracy (%) of a finished run at each evaluated step (columns step, accuracy), from `DONE`."

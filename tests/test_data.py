@@ -123,15 +123,52 @@ def test_seeds_alone_collide_and_the_split_scheme_does_not():
     assert any(q.count(" ") == 5 for q in held["eval"]["question"])  # "6 + 5 - 1 ="
 
 
-def test_problem_key_normalises_text_and_expressions():
-    assert data.problem_key("State the answer: 6 + 5 - 1 =") == data.problem_key("6+5-1 =") == "6+5-1="
+def test_problem_key_is_the_problem_not_its_spelling():
+    # a +/- chain is the multiset of its signed terms: every reordering is the same problem, with the same answer
+    k = data.problem_key("State the answer: 6 + 5 - 1 =")
+    assert k == "chain:-1,+5,+6"
+    assert k == data.problem_key("6+5-1 =") == data.problem_key("5 - 1 + 6 =") == data.problem_key("-1 + 6 + 5 =")
+    assert data.problem_key("6 + 5 + 1 =") != k and data.problem_key("6 + 5 - 1 - 1 =") != k  # signs and counts matter
+    assert data.problem_key("0 - 0 + 3 =") == data.problem_key("3 + 0 + 0 =") == "chain:+0,+0,+3"  # -0 is 0
+    assert data.split_of(data.problem_key("5 - 1 + 6 =")) == data.split_of(k)
+    # a code problem is its specification: the function's name and signature, and its tests (in any order)
+    tests = ["assert f(0) == 3", "assert f(1) == 5"]
+    a = data.problem_key("Write a Python function `f(x)` that returns 2 * x + 3.", tests)
+    assert a == "code:f(x)|assert f(0) == 3|assert f(1) == 5"
+    assert a == data.problem_key("Implement `f(x)`: twice x, plus three.", tests[::-1])
+    assert a == data.problem_key("Complete it:\ndef f(x):\n    ...", ["assert  f(1) == 5", "assert f(0) == 3"])
+    assert data.problem_key("Write `g(x)` that returns 2 * x + 3.", tests) != a  # another name: another spec
+    assert data.problem_key("Write `f(x)` that returns 2 * x + 3.", tests[:1]) != a  # weaker tests: another spec
+    assert data.problem_key("Read two numbers and print their sum.", ["1 2\n---\n3"]) == "code:|1 2 --- 3"  # stdio
     assert data.problem_key("  What   IS this?\n") == "what is this?"
-    assert data.split_of("6+5-1=") in data.SPLITS
+    assert data.split_of("chain:-1,+5,+6") in data.SPLITS
     with pytest.raises(ValueError, match="text"):
         data.problem_key(None)
+    with pytest.raises(ValueError, match="tests"):
+        data.problem_key("Write `f(x)`.", "assert f(0) == 3")
+
+
+def test_reorderings_are_counted_and_never_cross_the_split():
+    from datasets import Dataset
+    seen = Dataset.from_dict({"question": ["6 + 5 - 1 =", "2 + 2 + 2 ="]})
+    held = Dataset.from_dict({"question": ["5 - 1 + 6 =", "2 + 2 + 2 =", "9 - 9 + 1 ="]})
+    row = data.overlap_table({"train": seen}, {"held": held}).iloc[0]
+    assert (row.overlap, row.reorderings) == (2, 1)  # one spelled alike, one reordered: a spelling check sees one
+    train = data.reasoning_gym_suite("chain_sum", 4000, seed=0, split="train", **CHAIN)
+    held = data.reasoning_gym_suite("chain_sum", 1024, seed=1000, split="eval", **CHAIN)
+    # independently of problem_key: the sorted signed terms, parsed another way
+    def terms(q):
+        toks = q.replace("=", "").replace("- ", "-").replace("+ ", "").split()
+        return tuple(sorted(int(t) for t in toks))
+    trained = {terms(q) for q in train["question"]}
+    assert not [q for q in held["question"] if terms(q) in trained]
+    assert len({terms(q) for q in held["question"]}) == 1024  # and no two held-out problems are reorderings of each other
+
+
+def test_splits_refuse_bad_requests():
     with pytest.raises(ValueError, match="split"):
         data.reasoning_gym_suite("chain_sum", 4, split="test")
-    with pytest.raises(ValueError, match="size"):  # 3-term one-digit chains: 600 in "eval", fewer than asked
+    with pytest.raises(ValueError, match="size"):  # 2-term one-digit chains: a few dozen in "eval", fewer than asked
         data.reasoning_gym_suite("chain_sum", 1000, split="eval", min_terms=2, max_terms=2, min_digits=1, max_digits=1)
 
 

@@ -316,6 +316,32 @@ def test_every_profile_has_disjoint_sets(profile):
         assert compared["problems"].min() >= 4 and len(compared) == len(t)
 
 
+def test_a_selection_set_is_never_a_reported_one(tmp_path, monkeypatch):
+    from delta_repro.experiments import check_selection, plan_overlap
+    from delta_repro.reporting import report_benchmarks
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    assert report_benchmarks(load_plan(ROOT / "configs" / "smoke.yaml"), "code") == ["code-heldout"]
+    code = raw["tasks"]["code"]
+    bad = {**raw, "tasks": {**raw["tasks"], "code": {**code, "select": "code-heldout",
+                                                     "eval": {"code-heldout": code["eval"]["code-heldout"]}}}}
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(bad, allow_unicode=True))
+    with pytest.raises(ValueError, match=r"task code: its selection set 'code-heldout' is its only eval set"):
+        load_plan(p)
+    plan = load_plan(ROOT / "configs" / "smoke.yaml")  # a plan changed after loading is refused where it is used
+    plan.raw["tasks"]["code"] = bad["tasks"]["code"]
+    for call in (lambda: check_selection(plan.raw), lambda: plan_overlap(plan, tasks=["code"]),
+                 lambda: train_run(plan, plan.artefact_runs["table1_main"][0], tmp_path / "runs"),
+                 lambda: report_benchmarks(plan, "code")):
+        with pytest.raises(ValueError, match="code-heldout"):
+            call()
+    plan.raw["tasks"]["code"] = {**code, "ood": {"code-select": code["eval"]["code-select"]}}
+    with pytest.raises(ValueError, match=r"selection set 'code-select' is also its out-of-domain set"):
+        check_selection(plan.raw)
+    assert not (tmp_path / "cache").exists()
+
+
 def test_train_run_refuses_a_plan_whose_sets_overlap(tmp_path, monkeypatch):
     monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
     raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())

@@ -9,12 +9,57 @@ import pytest
 import yaml
 from scipy import stats
 
-from delta_repro.evaluation import (detectable_effect, difference_ci, estimate_text, holm, mean_ci, save_results,
-                                    smallest_p)
+from delta_repro.evaluation import (detectable_effect, difference_ci, estimate_text, holm, mean_ci, paired_difference,
+                                    save_results, smallest_p)
 from delta_repro.experiments import load_plan
 from delta_repro.reporting import (check_claims, claim, compare_with_paper, contrast_pair, curve_auc, evidence_ranks,
                                    judge_claims, learning_summary, report_benchmarks, reward_summary, seed_scores,
                                    table_report, warm_start_dir, write_table)
+
+
+def test_paired_difference_hand_values():
+    # two problems, one run a side: the problems drawn alike for both -> effect 0, 50 or 100 with chances 1/4, 1/2, 1/4
+    r = paired_difference([[100.0, 0.0]], [[0.0, 0.0]])
+    assert (r["effect"], r["low"], r["high"], r["n_a"], r["n_b"], r["problems"]) == (50.0, 0.0, 100.0, 1, 1, 2)
+    # a side that is the other plus 3 points on every problem: every joint resample gives exactly 3
+    difficulty = np.linspace(0.0, 100.0, 50)
+    r = paired_difference([difficulty + 3.0] * 2, [difficulty] * 2)
+    assert (r["effect"], r["low"], r["high"]) == pytest.approx((3.0, 3.0, 3.0))
+    # six problems, each better by a different amount: the exact signed-rank p is 1 / 2^6
+    assert paired_difference([[11.0, 22, 33, 44, 55, 66]], [[10.0, 20, 30, 40, 50, 60]])["p_wilcoxon"] == pytest.approx(1 / 64)
+    # seeds paired: seed i of a is seed i of b plus 1, seeds 10 points apart -> exactly 1; unpaired seeds -> wider
+    a, b = [difficulty + 1, difficulty + 11, difficulty + 21], [difficulty, difficulty + 10, difficulty + 20]
+    assert paired_difference(a, b, paired_seeds=True)["low"] == pytest.approx(1.0)
+    unpaired = paired_difference(a, b)
+    assert unpaired["low"] < 0 < 1 < unpaired["high"]
+    # no difference on any problem: the Wilcoxon reading is p = 1, not an error
+    assert paired_difference([[10.0, 20.0]], [[10.0, 20.0]])["p_wilcoxon"] == 1.0
+
+
+def test_paired_interval_excludes_zero_where_the_unpaired_one_covers_it():
+    # 200 problems of every difficulty; RL adds 2 points on each: small beside the spread of difficulty (SD ~29)
+    rng = np.random.default_rng(0)
+    difficulty = rng.uniform(0, 100, 200)
+    warm = difficulty[None]
+    after = np.stack([np.clip(difficulty + 2.0 + rng.normal(0, 0.5), 0, 100) for _ in range(4)])
+    unpaired = difference_ci(after.mean(0), warm[0])  # problems resampled independently for the two sides
+    paired = paired_difference(after, warm)
+    assert unpaired[1] < 0 < unpaired[2]
+    assert 0 < paired["low"] <= paired["effect"] <= paired["high"]
+    assert paired["effect"] == pytest.approx(unpaired[0])
+    assert paired["p_wilcoxon"] < 1e-10
+
+
+def test_paired_difference_rejects_bad_input():
+    for a, b in (([1.0, 2.0], [[1.0, 2.0]]), ([[1.0, 2.0]], [[1.0, 2.0, 3.0]]), (np.zeros((1, 0)), np.zeros((1, 0)))):
+        with pytest.raises(ValueError, match="a and b must be"):
+            paired_difference(a, b)
+    with pytest.raises(ValueError, match="finite"):
+        paired_difference([[1.0, float("nan")]], [[1.0, 2.0]])
+    with pytest.raises(ValueError, match="paired_seeds"):
+        paired_difference([[1.0], [2.0]], [[1.0]], paired_seeds=True)
+    with pytest.raises(ValueError, match="alternative"):
+        paired_difference([[1.0]], [[1.0]], alternative="bigger")
 
 
 def test_mean_ci_edge_cases_and_errors():

@@ -1,0 +1,115 @@
+"""The per-run archive of a profile: figures/<profile>/runs/<run_id>.tar.gz, one small file per finished run.
+
+    python scripts/archive_runs.py --profile cpu            # archive every finished run not yet archived
+    python scripts/archive_runs.py --profile cpu --commit   # ... and commit the new files (only those) to git
+    python scripts/archive_runs.py --profile cpu --restore  # unpack archived runs that runs/<profile>/runs lacks
+
+A run is archived once it is evaluated (`eval.csv`), without checkpoints: `DONE` (settings, timing, the selection
+curve), `eval.csv` (every completion and its grades), `eval_final.csv` (the last policy's), `log_history.json` and `selection.json`. Warm-start
+evaluations (`<backbone>__<task>__warm-start`) are archived alike, and so is each tiny backbone's warm-started
+policy (`figures/<profile>/warm_starts/<name>.tar.gz`, under 20 MB), restored into the model cache so that a
+later session resumes from the very policy the archived runs started from. An archived file is never overwritten:
+a run that differs from its archive (e.g. retrained) is reported and left alone. The tar files are byte-stable
+(sorted members, zeroed times and owners, gzip without a timestamp), so re-archiving a run changes nothing.
+`reproduce.sh` calls --restore before it decides what to train (`--retrain` skips that)."""
+import argparse, gzip, io, os, subprocess, sys, tarfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMBERS = ("DONE", "eval.csv", "eval_final.csv", "log_history.json", "selection.json")
+MAX_WARM_START_BYTES = 20 * 2**20
+
+
+def _tar_bytes(base: Path, files: list[Path]) -> bytes:
+    buf = io.BytesIO()
+    with gzip.GzipFile(fileobj=buf, mode="wb", mtime=0, compresslevel=9) as gz, tarfile.open(fileobj=gz, mode="w") as tar:
+        for f in sorted(files):
+            info = tar.gettarinfo(str(f), arcname=str(f.relative_to(base)))
+            info.mtime, info.uid, info.gid, info.uname, info.gname, info.mode = 0, 0, 0, "", "", 0o644
+            with open(f, "rb") as fh: tar.addfile(info, fh)
+    return buf.getvalue()
+
+
+def _write_once(target: Path, data: bytes, what: str) -> bool:
+    "Write `data` to `target` unless it exists; True when written. A differing existing file is reported, never replaced."
+    if target.exists():
+        if target.read_bytes() != data:
+            print(f"[archive] {what}: differs from its archive {target.relative_to(ROOT)}; the archive is kept "
+                  "(finished results are never overwritten)", file=sys.stderr)
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + f".tmp{os.getpid()}")
+    tmp.write_bytes(data); tmp.rename(target)
+    return True
+
+
+def archive(profile: str, runs_dir: Path, cache: Path) -> list[Path]:
+    out_dir, new = ROOT / "figures" / profile, []
+    for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
+        if not (run / "eval.csv").exists(): continue
+        files = [run / m for m in MEMBERS if (run / m).exists()]
+        target = out_dir / "runs" / f"{run.name}.tar.gz"
+        if _write_once(target, _tar_bytes(runs_dir, files), run.name): new.append(target)
+    for ws in sorted(cache.glob("*")) if cache.is_dir() else []:
+        if ".tmp" in ws.name or not (ws / "warm_start.json").exists() or not (ws / "model.safetensors").exists(): continue
+        files = [f for f in ws.rglob("*") if f.is_file()]
+        if sum(f.stat().st_size for f in files) > MAX_WARM_START_BYTES: continue
+        target = out_dir / "warm_starts" / f"{ws.name}.tar.gz"
+        if _write_once(target, _tar_bytes(cache, files), ws.name): new.append(target)
+    return new
+
+
+def restore(profile: str, runs_dir: Path, cache: Path) -> tuple[int, int]:
+    "Unpack every archived run that `runs_dir` lacks, and every archived warm start the cache lacks; (runs, warm starts)."
+    out_dir, n_runs, n_ws = ROOT / "figures" / profile, 0, 0
+    for kind, dest in (("runs", runs_dir), ("warm_starts", cache)):
+        for a in sorted((out_dir / kind).glob("*.tar.gz")):
+            name = a.name[: -len(".tar.gz")]
+            if (dest / name).exists(): continue
+            dest.mkdir(parents=True, exist_ok=True)
+            with tarfile.open(a) as tar:
+                bad = [m.name for m in tar.getmembers() if not m.isfile() or not m.name.startswith(name + "/") or ".." in m.name]
+                if bad: raise SystemExit(f"[archive] {a}: unexpected members {bad[:3]}; not unpacked")
+                tmp = dest / f".{name}.restore{os.getpid()}"
+                tar.extractall(tmp, filter="data")
+                (tmp / name).rename(dest / name); tmp.rmdir()
+            n_runs, n_ws = (n_runs + 1, n_ws) if kind == "runs" else (n_runs, n_ws + 1)
+    return n_runs, n_ws
+
+
+def commit(paths: list[Path]) -> None:
+    "Commit exactly `paths` (git commit --only), retrying while another git command holds the index."
+    rel = [str(p.relative_to(ROOT)) for p in paths]
+    names = ", ".join(Path(r).name[: -len(".tar.gz")] for r in rel)
+    msg = f"archive: {len(rel)} finished run{'s' if len(rel) > 1 else ''} ({names})"
+    for attempt in range(10):
+        r = subprocess.run(["git", "add", "--", *rel], cwd=ROOT, capture_output=True, text=True)
+        if r.returncode == 0:
+            r = subprocess.run(["git", "commit", "-q", "-m", msg, "--only", "--", *rel], cwd=ROOT, capture_output=True, text=True)
+        if r.returncode == 0: print(f"[archive] committed {names}"); return
+        if "index.lock" not in r.stderr: raise SystemExit(f"[archive] git failed: {r.stderr.strip()}")
+        time.sleep(5)
+    raise SystemExit("[archive] git index stayed locked; nothing committed (run again)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="cpu")
+    ap.add_argument("--runs-dir", default=None, help="default: runs/<profile>/runs")
+    ap.add_argument("--restore", action="store_true", help="unpack archived runs instead of archiving")
+    ap.add_argument("--commit", action="store_true", help="commit the newly archived files (only those)")
+    a = ap.parse_args()
+    runs_dir = Path(a.runs_dir) if a.runs_dir else ROOT / "runs" / a.profile / "runs"
+    cache = Path(os.environ.get("DELTA_REPRO_CACHE", ROOT / "runs" / "cache"))
+    if a.restore:
+        n, w = restore(a.profile, runs_dir, cache)
+        print(f"[archive] restored {n} archived run{'s' if n != 1 else ''} and {w} warm start{'s' if w != 1 else ''} "
+              f"of figures/{a.profile}/ into runs/ ({len(list((ROOT / 'figures' / a.profile / 'runs').glob('*.tar.gz')))} archived in all)")
+        return
+    new = archive(a.profile, runs_dir, cache)
+    print(f"[archive] {len(new)} new: {', '.join(p.name for p in new) or 'nothing to add'}")
+    if a.commit and new: commit(new)
+
+
+if __name__ == "__main__":
+    main()
