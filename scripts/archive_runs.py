@@ -34,7 +34,7 @@ def _write_once(target: Path, data: bytes, what: str) -> bool:
     "Write `data` to `target` unless it exists; True when written. A differing existing file is reported, never replaced."
     if target.exists():
         if target.read_bytes() != data:
-            print(f"[archive] {what}: differs from its archive {target.relative_to(ROOT)}; the archive is kept "
+            print(f"[archive] {what}: differs from its archive {target}; the archive is kept "
                   "(finished results are never overwritten)", file=sys.stderr)
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -43,8 +43,9 @@ def _write_once(target: Path, data: bytes, what: str) -> bool:
     return True
 
 
-def archive(profile: str, runs_dir: Path, cache: Path) -> list[Path]:
-    out_dir, new = ROOT / "figures" / profile, []
+def archive(out_dir: Path, runs_dir: Path, cache: Path) -> list[Path]:
+    "Archive into `out_dir` (figures/<profile>) every evaluated run of `runs_dir` and every small warm start of `cache`; the new files."
+    new = []
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
         if not (run / "eval.csv").exists(): continue
         files = [run / m for m in MEMBERS if (run / m).exists()]
@@ -59,9 +60,9 @@ def archive(profile: str, runs_dir: Path, cache: Path) -> list[Path]:
     return new
 
 
-def restore(profile: str, runs_dir: Path, cache: Path) -> tuple[int, int]:
-    "Unpack every archived run that `runs_dir` lacks, and every archived warm start the cache lacks; (runs, warm starts)."
-    out_dir, n_runs, n_ws = ROOT / "figures" / profile, 0, 0
+def restore(out_dir: Path, runs_dir: Path, cache: Path) -> tuple[int, int]:
+    "Unpack every run archived in `out_dir` that `runs_dir` lacks, and every archived warm start `cache` lacks; (runs, warm starts)."
+    n_runs, n_ws = 0, 0
     for kind, dest in (("runs", runs_dir), ("warm_starts", cache)):
         for a in sorted((out_dir / kind).glob("*.tar.gz")):
             name = a.name[: -len(".tar.gz")]
@@ -80,8 +81,12 @@ def restore(profile: str, runs_dir: Path, cache: Path) -> tuple[int, int]:
 def commit(paths: list[Path]) -> None:
     "Commit exactly `paths` (git commit --only), retrying while another git command holds the index."
     rel = [str(p.relative_to(ROOT)) for p in paths]
-    names = ", ".join(Path(r).name[: -len(".tar.gz")] for r in rel)
-    msg = f"archive: {len(rel)} finished run{'s' if len(rel) > 1 else ''} ({names})"
+    runs = [Path(r).name[: -len(".tar.gz")] for r in rel if Path(r).parent.name == "runs"]
+    warm = [Path(r).name[: -len(".tar.gz")] for r in rel if Path(r).parent.name == "warm_starts"]
+    names = ", ".join(runs + warm)
+    msg = "archive: " + "; ".join(p for p in (
+        f"{len(runs)} finished run{'s' if len(runs) != 1 else ''} ({', '.join(runs)})" if runs else "",
+        f"the warm-started polic{'ies' if len(warm) != 1 else 'y'} {', '.join(warm)}" if warm else "") if p)
     for attempt in range(10):
         r = subprocess.run(["git", "add", "--", *rel], cwd=ROOT, capture_output=True, text=True)
         if r.returncode == 0:
@@ -101,12 +106,13 @@ def main():
     a = ap.parse_args()
     runs_dir = Path(a.runs_dir) if a.runs_dir else ROOT / "runs" / a.profile / "runs"
     cache = Path(os.environ.get("DELTA_REPRO_CACHE", ROOT / "runs" / "cache"))
+    out_dir = ROOT / "figures" / a.profile
     if a.restore:
-        n, w = restore(a.profile, runs_dir, cache)
+        n, w = restore(out_dir, runs_dir, cache)
         print(f"[archive] restored {n} archived run{'s' if n != 1 else ''} and {w} warm start{'s' if w != 1 else ''} "
               f"of figures/{a.profile}/ into runs/ ({len(list((ROOT / 'figures' / a.profile / 'runs').glob('*.tar.gz')))} archived in all)")
         return
-    new = archive(a.profile, runs_dir, cache)
+    new = archive(out_dir, runs_dir, cache)
     print(f"[archive] {len(new)} new: {', '.join(p.name for p in new) or 'nothing to add'}")
     if a.commit and new: commit(new)
 
