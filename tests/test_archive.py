@@ -27,17 +27,21 @@ def test_archive_round_trip_is_byte_stable_and_never_overwrites(tmp_path, capsys
     runs, cache, out = tmp_path / "runs", tmp_path / "cache", tmp_path / "figures"
     _finished(runs, "m__math__DAPO__s0")
     (runs / "m__math__DelTA__s0").mkdir(parents=True)  # still training: no eval.csv, not archived
-    ws = cache / "m-math-0123"
-    ws.mkdir(parents=True)
-    (ws / "warm_start.json").write_text("{}"); (ws / "model.safetensors").write_bytes(b"w" * 10)
-    new = archive_runs.archive(out, runs, cache)
+    for name, steps in (("m-math-0123", 600), ("m-math-4567", 10)):  # the plan's warm start, and another profile's
+        ws = cache / name
+        ws.mkdir(parents=True)
+        (ws / "warm_start.json").write_text(json.dumps(dict(max_steps=steps, learning_rate=3e-3, batch_size=32)))
+        (ws / "config.json").write_text(json.dumps(dict(hidden_size=128, num_hidden_layers=4)))
+        (ws / "model.safetensors").write_bytes(b"w" * 10)
+    backbones = {"m": dict(hidden_size=128, num_layers=4, warm_start=dict(max_steps=600, learning_rate=3e-3, batch_size=32))}
+    new = archive_runs.archive(out, runs, cache, backbones=backbones)
     assert sorted(p.name for p in new) == ["m-math-0123.tar.gz", "m__math__DAPO__s0.tar.gz"]
     first = (out / "runs" / "m__math__DAPO__s0.tar.gz").read_bytes()
-    assert archive_runs.archive(out, runs, cache) == []  # nothing new
+    assert archive_runs.archive(out, runs, cache, backbones=backbones) == []  # nothing new
     (runs / "m__math__DAPO__s0" / "DONE").touch()          # a new mtime: the same bytes
     assert archive_runs._tar_bytes(runs, [runs / "m__math__DAPO__s0" / m for m in ("DONE", "eval.csv", "eval_final.csv")]) == first
     (runs / "m__math__DAPO__s0" / "eval.csv").write_text("changed\n")  # retrained differently: reported, kept
-    assert archive_runs.archive(out, runs, cache) == []
+    assert archive_runs.archive(out, runs, cache, backbones=backbones) == []
     assert "differs from its archive" in capsys.readouterr().err
     assert (out / "runs" / "m__math__DAPO__s0.tar.gz").read_bytes() == first
     # a fresh clone: restore unpacks the run without its checkpoint, and the warm start into the cache
@@ -48,6 +52,11 @@ def test_archive_round_trip_is_byte_stable_and_never_overwrites(tmp_path, capsys
     assert (d / "eval.csv").read_text() == "benchmark,problem_id\nheld,a\n"
     assert (cache2 / "m-math-0123" / "model.safetensors").read_bytes() == b"w" * 10
     assert archive_runs.restore(out, runs2, cache2) == (0, 0)  # present runs are left alone
+    # the checkpoint a figure re-reads is archived apart, and restored into its run
+    assert [p.name for p in archive_runs.archive(out, runs, cache, {"m__math__DAPO__s0", "m__math__DelTA__s0"}, backbones)] == ["m__math__DAPO__s0.tar.gz"]
+    archive_runs.restore(out, runs2, cache2)
+    assert (runs2 / "m__math__DAPO__s0" / "best" / "model.safetensors").read_bytes() == b"\0" * 64
+    assert (runs2 / "m__math__DAPO__s0" / "eval.csv").exists()
 
 
 def test_restore_refuses_a_tar_with_foreign_members(tmp_path):
