@@ -947,7 +947,8 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     else:
         kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
         row = {**claim(spec["claim"], list(a.values()), list(b.values()), rel, alpha, **kw), **base,
-               "evidence": f"{len(a)} vs {len(b)} training seeds, {checkpoint} checkpoint"}
+               "evidence": f"{len(a)} vs {len(b)} training seeds, " + ("the last policy (no checkpoint selection)"
+                                                                         if checkpoint == "final" else "the selected checkpoint")}
     out = pd.DataFrame([row]).set_index("claim")
     for col in ("n_a", "n_b"):
         if col in out: out[col] = out[col].astype("Int64")
@@ -1025,7 +1026,8 @@ def key_numbers(figures_dir: str | Path) -> str:
                        + ("" if r["verdict"] == "runs missing" else
                           f"; effect {f(r['effect'], 2)} points [{f(r['ci_low'], 2)}, {f(r['ci_high'], 2)}] ({r.get('interval', '')}), "
                           f"p = {f(r['p'], 4)} (seeds), per-problem Wilcoxon p = {f(r.get('p_problems', np.nan), 4)}, "
-                          f"detectable {f(r['detectable'], 2)}"))
+                          "detectable " + ("none (p < alpha is out of reach of this design)" if r["detectable"] == np.inf
+                                           else f"{f(r['detectable'], 2)} points")))
         c = c[c["metric"] == "final"] if "metric" in c else c
         out.append("the paper's claims (held-out accuracy; effect in points [95 % CI], p raw and Holm-adjusted over the "
                    "profile's secondary claims, smallest detectable effect):")
