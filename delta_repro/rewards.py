@@ -5,10 +5,11 @@
 
 # %% auto #0
 __all__ = ['MAX_ANSWER_WINDOW', 'GRADE_TIMEOUT_S', 'MAX_ANSWER_CHARS', 'MAX_ANSWER_DEPTH', 'MAX_CODE_CHARS', 'MAX_CODE_FENCES',
-           'CODE_TIMEOUT_S', 'CODE_BATCH_BUDGET_S', 'CODE_WORKERS', 'extract_boxed', 'extract_final_answer',
-           'answer_rejection', 'grade_math', 'completion_text', 'math_reward', 'extract_choice', 'choice_reward',
-           'extract_code', 'code_reward', 'BWRAP_ENV', 'ISOLATION_ENV', 'CandidateError', 'SandboxResult',
-           'SandboxUnavailable', 'run_tests_sandboxed', 'sandbox_status']
+           'CODE_TIMEOUT_S', 'CODE_BATCH_BUDGET_S', 'CODE_WORKERS', 'LINT_CACHE_ENV', 'LINT_VERSION', 'LINT_REPORTS',
+           'extract_boxed', 'extract_final_answer', 'answer_rejection', 'grade_math', 'completion_text', 'math_reward',
+           'extract_choice', 'choice_reward', 'extract_code', 'code_reward', 'lint_code_problems', 'BWRAP_ENV',
+           'ISOLATION_ENV', 'CandidateError', 'SandboxResult', 'SandboxUnavailable', 'run_tests_sandboxed',
+           'sandbox_status']
 
 # %% ../nbs/04_rewards.ipynb #ba1c80ee
 import importlib
@@ -24,7 +25,7 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 
 # the sandbox has its own notebook (04b_sandbox); its public names stay importable from here, as before
 from .sandbox import (BWRAP_ENV, ISOLATION_ENV, CandidateError, SandboxResult, SandboxUnavailable,
-                                 run_tests_sandboxed, sandbox_status)
+                                 _candidate_names, run_tests_sandboxed, sandbox_status)
 _all_ = ["BWRAP_ENV", "ISOLATION_ENV", "CandidateError", "SandboxResult", "SandboxUnavailable", "run_tests_sandboxed",
          "sandbox_status"]
 
@@ -350,4 +351,82 @@ def code_reward(completions: list, tests: list, test_mode: list | None = None, e
         log_metric("code/reply_over_cap_frac", sum("over the cap" in (r.stopped or "") for r in results) / n)
         log_metric("code/over_budget_frac", sum(r.stopped == "batch budget spent" for r in results) / n)
     return [float(t > 0 and p == t) for p, t in results]
+
+
+# %% ../nbs/04_rewards.ipynb #e27b0002
+LINT_CACHE_ENV = "DELTA_REPRO_LINT_CACHE"  # directory of cached lint verdicts (default ~/.cache/delta_repro/code_lint)
+LINT_VERSION = 1  # bumped when the lint or the sandbox's verdicts change: cached verdicts of other versions are ignored
+LINT_REPORTS = {}  # source -> {"kept": int, "left_out": [(problem_id, why), ...]}, one per data set linted
+_TRIVIAL_RETURNS = ("None", "[]", "0", '""', "[[]]")
+_TRIVIAL_STDIO = ("", "print(0)", "print('')", "print([[]])", "raise ValueError('trivial')")
+
+def _trivial_programs(tests: list, mode: str, entry_point: str | None) -> list[tuple[str, str]]:
+    "(what, program) for the trivial programs a problem's tests must reject."
+    if mode == "stdio": return [(f"stdio {p or 'empty'}", p) for p in _TRIVIAL_STDIO]
+    names = sorted(_candidate_names(tests, entry_point)) or ["f"]
+    progs = [("the empty program", "")]
+    for body in [f"return {r}" for r in _TRIVIAL_RETURNS] + ["raise ValueError('trivial')"]:
+        progs.append((body, "\n".join(f"def {n}(*args, **kwargs):\n    {body}" for n in names)))
+    return progs
+
+def _lint_one(tests: list, mode: str, solution: str | None, entry_point: str | None, timeout_s: float) -> str | None:
+    "Why the problem fails the lint, or None."
+    if solution is not None:
+        r = run_tests_sandboxed(extract_code(solution), tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point)
+        if r.passed != r.total: return f"the reference solution passes {r.passed}/{r.total} tests" + (
+            f" ({r.stopped})" if r.stopped else "")
+    for what, prog in _trivial_programs(tests, mode, entry_point):
+        r = run_tests_sandboxed(prog, tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point)
+        if r.total and r.passed == r.total: return f"a trivial program passes every test ({what})"
+    return None
+
+def lint_code_problems(
+    ds,  # a code data set: columns tests, test_mode, problem_id, source; optional solution and entry_point
+    solution_column: str = "solution",  # the reference solution (a program, fenced or not); absent: none is checked
+    timeout_s: float = 60.0,  # wall clock per sandbox run of the lint, seconds (a reference may run many tests)
+    workers: int | None = None,  # problems linted at once (default `CODE_WORKERS`)
+):
+    """`ds` without the problems whose tests cannot grade: the reference solution does not pass them all, or a
+    trivial program (`_trivial_programs`: the empty program, the entry points returning `None`, `[]`, `0`, `""`,
+    `[[]]` or raising; for stdio, printing those) passes them all. Each left-out problem is named in a
+    `UserWarning`, and `LINT_REPORTS[source]` records the kept count and the left-out `(problem_id, why)`.
+    Verdicts are cached by content under $DELTA_REPRO_LINT_CACHE (default `~/.cache/delta_repro/code_lint`).
+    Where the sandbox is not available the data set is returned whole, with a warning. Raises `ValueError` if `ds`
+    lacks a `tests` column."""
+    import hashlib, json, warnings
+    if "tests" not in getattr(ds, "column_names", ()): raise ValueError("ds must be a data set with a `tests` column")
+    ok, how = sandbox_status()
+    if not ok and os.environ.get(ISOLATION_ENV) != "none":
+        warnings.warn(f"code data set not linted: the sandbox is not available ({how})", UserWarning, stacklevel=2)
+        return ds
+    cache = os.environ.get(LINT_CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "delta_repro", "code_lint")
+    cols = set(ds.column_names)
+    rows = [dict(tests=list(r["tests"]), mode=r.get("test_mode") or "functional",
+                 solution=r.get(solution_column) if solution_column in cols else None,
+                 entry=r.get("entry_point") if "entry_point" in cols else None) for r in ds]
+
+    def verdict(r: dict) -> str | None:
+        key = hashlib.sha256(json.dumps([LINT_VERSION, r["tests"], r["mode"], r["solution"], r["entry"]]).encode()).hexdigest()
+        path = os.path.join(cache, key[:2], key + ".json")
+        try:
+            with open(path) as f: return json.load(f)["why"]
+        except (OSError, ValueError, KeyError): pass
+        why = _lint_one(r["tests"], r["mode"], r["solution"], r["entry"] or None, timeout_s)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path + ".tmp", "w") as f: json.dump({"why": why}, f)
+            os.replace(path + ".tmp", path)
+        except OSError: pass  # a read-only cache only costs time
+        return why
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers or CODE_WORKERS, len(rows) or 1))) as ex:
+        whys = list(ex.map(verdict, rows))
+    ids = ds["problem_id"] if "problem_id" in cols else [str(i) for i in range(len(rows))]
+    source = ds[0]["source"] if "source" in cols and len(ds) else "code"
+    left = [(pid, why) for pid, why in zip(ids, whys) if why is not None]
+    LINT_REPORTS[source] = {"kept": len(rows) - len(left), "left_out": left}
+    if left:
+        warnings.warn(f"{source}: {len(left)} of {len(rows)} problems left out by the lint: "
+                      + "; ".join(f"{pid}: {why}" for pid, why in left), UserWarning, stacklevel=2)
+    return ds.select([i for i, why in enumerate(whys) if why is None]) if left else ds
 

@@ -702,6 +702,14 @@ def _parse_tests(tests, mode: str, entry_point: str | None = None) -> list:
         out.append((call.args[0].value, call.args[1].value))
     return out
 
+def _candidate_names(tests: list, entry_point: str | None = None) -> set:
+    "The names a problem's functional tests take from the candidate's program (`_free_names`), all tests together."
+    names = set()
+    for t in tests:
+        try: names |= _free_names(ast.parse(t), entry_point)[2]
+        except SyntaxError: pass
+    return names
+
 def _same_tokens(got: bytes, expected: str) -> bool:
     "Whitespace-separated tokens equal, compared lazily (no token list the size of the output is built)."
     tokens = lambda s: (m.group() for m in re.finditer(r"\S+", s))

@@ -2,12 +2,14 @@
 sandbox's own uid, parallel grading. Each test is built from one of the issue's hostile completions."""
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from delta_repro.rewards import (MAX_CODE_CHARS, code_reward, extract_boxed, extract_choice, extract_code,
                                  extract_final_answer, run_tests_sandboxed)
 
+FIX = Path(__file__).parent / "fixtures"
 MB = 1_000_000
 DEGENERATE = {  # degenerate completions up to 1 MB; each took seconds to minutes in a backtracking extractor
     "unclosed fence, 40,000 newlines": "```python\n" + "\n" * 40_000,
@@ -212,3 +214,62 @@ def test_the_candidates_stdin_is_read_only():
     assert run_tests_sandboxed(probe, ['__check_io("some input", "refused")'], mode="stdio") == (1, 1)
     probe_file = "import sys\ntry:\n    sys.stdin.buffer.raw.write(b'x')\n    print('wrote')\nexcept (OSError, ValueError):\n    print('refused')\n"
     assert run_tests_sandboxed(probe_file, ['__check_io("input", "refused")'], mode="stdio") == (1, 1)
+
+
+# --- every code data set is linted when loaded (item 2, last bullet) --------------------------------------------------
+
+def test_humaneval_plus_problems_whose_tests_cannot_grade_are_left_out_when_loaded(tmp_path, monkeypatch):
+    from delta_repro import data, rewards
+    monkeypatch.setenv(rewards.LINT_CACHE_ENV, str(tmp_path))
+    with pytest.warns(UserWarning, match="HumanEval/32") as w:
+        ds = data.load_humaneval_plus(FIX / "humanevalplus_lint.jsonl")
+    assert ds["problem_id"] == ["HumanEval/0"]  # the broken HumanEval/32 and the weak zip-only test are left out
+    report = rewards.LINT_REPORTS["HumanEval+"]
+    assert report["kept"] == 1 and dict(report["left_out"]).keys() == {"HumanEval/32", "HumanEval/900"}
+    assert "reference solution passes 0/1" in dict(report["left_out"])["HumanEval/32"]
+    assert "trivial program" in dict(report["left_out"])["HumanEval/900"]
+    assert "2 of 3 problems left out" in str(w[-1].message)
+    assert code_reward(["def add(a, b):\n    return a + b"], ds["tests"], entry_point=ds["entry_point"]) == [1.0]
+    # the verdicts are cached by content: a second load grades nothing
+    monkeypatch.setattr(rewards, "_lint_one", lambda *a: pytest.fail("graded again"))
+    with pytest.warns(UserWarning, match="HumanEval/32"):
+        assert data.load_humaneval_plus(FIX / "humanevalplus_lint.jsonl")["problem_id"] == ["HumanEval/0"]
+
+
+def test_stdio_problems_that_a_trivial_program_passes_are_left_out(tmp_path, monkeypatch):
+    from delta_repro import data, rewards
+    monkeypatch.setenv(rewards.LINT_CACHE_ENV, str(tmp_path))
+    with pytest.warns(UserWarning, match="weak-1"):
+        ds = data.load_livecodebench(FIX / "livecodebench_lint.jsonl")
+    assert len(ds) == 1 and ds[0]["problem_id"] != "weak-1"
+    assert "print(0)" in dict(rewards.LINT_REPORTS["LiveCodeBench"]["left_out"])["weak-1"]
+
+
+def test_the_lint_keeps_good_problems_of_every_loader(tmp_path, monkeypatch):
+    from delta_repro import data, rewards
+    monkeypatch.setenv(rewards.LINT_CACHE_ENV, str(tmp_path))
+    for loader, fixture in ((data.load_humaneval_plus, "humanevalplus.jsonl"), (data.load_mbpp_plus, "mbppplus.jsonl"),
+                            (data.load_livecodebench, "livecodebench.jsonl"), (data.load_eurus2_code, "eurus2.jsonl")):
+        ds = loader(FIX / fixture)
+        assert len(ds) == 1 and rewards.LINT_REPORTS[ds[0]["source"]] == {"kept": 1, "left_out": []}
+    with pytest.raises(ValueError, match="tests"):
+        rewards.lint_code_problems(ds.remove_columns("tests"))
+
+
+# --- parallel grading within a budget (item 5) ------------------------------------------------------------------------
+
+def test_a_batch_is_graded_in_parallel_within_its_budget():
+    sleeper = "import time\ntime.sleep(100)"
+    right = "def add(a, b):\n    return a + b"
+    t0 = time.perf_counter()
+    r = code_reward([sleeper] * 8 + [right], [["assert add(1, 2) == 3"]] * 9, timeout_s=3, workers=9)
+    assert r == [0.0] * 8 + [1.0]
+    assert time.perf_counter() - t0 < 3 * 8  # in turn: 8 x 3 s at least
+    logged = {}
+    t0 = time.perf_counter()
+    r = code_reward([sleeper] * 6, [["assert add(1, 2) == 3"]] * 6, workers=2, batch_budget_s=3, log_metric=logged.__setitem__)
+    assert r == [0.0] * 6 and time.perf_counter() - t0 < 3 + 5  # the budget, not 6 x 10 s / 2
+    assert logged["code/over_budget_frac"] >= 0.5 and logged["code/stopped_frac"] == 1.0
+    for bad in (dict(workers=0), dict(batch_budget_s=0), dict(timeout_s=-1)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            code_reward([right], [["assert add(1, 2) == 3"]], **bad)
