@@ -369,16 +369,19 @@ def _trivial_programs(tests: list, mode: str, entry_point: str | None) -> list[t
         progs.append((body, "\n".join(f"def {n}(*args, **kwargs):\n    {body}" for n in names)))
     return progs
 
-def _lint_one(tests: list, mode: str, solution: str | None, entry_point: str | None, timeout_s: float) -> str | None:
-    "Why the problem fails the lint, or None."
+def _lint_one(tests: list, mode: str, solution: str | None, entry_point: str | None, timeout_s: float) -> tuple:
+    "(why the problem fails the lint or None, whether the verdict is final: no run of it was cut off by a timeout)."
+    final = True
     if solution is not None:
         r = run_tests_sandboxed(extract_code(solution), tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point)
-        if r.passed != r.total: return f"the reference solution passes {r.passed}/{r.total} tests" + (
-            f" ({r.stopped})" if r.stopped else "")
+        if r.passed != r.total:
+            return (f"the reference solution passes {r.passed}/{r.total} tests" + (f" ({r.stopped})" if r.stopped else ""),
+                    not (r.stopped or "").startswith("timeout"))  # a loaded machine may be slow: asked again next time
     for what, prog in _trivial_programs(tests, mode, entry_point):
         r = run_tests_sandboxed(prog, tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point)
-        if r.total and r.passed == r.total: return f"a trivial program passes every test ({what})"
-    return None
+        if r.total and r.passed == r.total: return f"a trivial program passes every test ({what})", True
+        final = final and not (r.stopped or "").startswith("timeout")
+    return None, final
 
 def lint_code_problems(
     ds,  # a code data set: columns tests, test_mode, problem_id, source; optional solution and entry_point
@@ -390,7 +393,8 @@ def lint_code_problems(
     trivial program (`_trivial_programs`: the empty program, the entry points returning `None`, `[]`, `0`, `""`,
     `[[]]` or raising; for stdio, printing those) passes them all. Each left-out problem is named in a
     `UserWarning`, and `LINT_REPORTS[source]` records the kept count and the left-out `(problem_id, why)`.
-    Verdicts are cached by content under $DELTA_REPRO_LINT_CACHE (default `~/.cache/delta_repro/code_lint`).
+    Verdicts are cached by content under $DELTA_REPRO_LINT_CACHE (default `~/.cache/delta_repro/code_lint`), but
+    for those a timeout took part in (a loaded machine), which are graded again at the next load.
     Where the sandbox is not available the data set is returned whole, with a warning. Raises `ValueError` if `ds`
     lacks a `tests` column."""
     import hashlib, json, warnings
@@ -411,7 +415,8 @@ def lint_code_problems(
         try:
             with open(path) as f: return json.load(f)["why"]
         except (OSError, ValueError, KeyError): pass
-        why = _lint_one(r["tests"], r["mode"], r["solution"], r["entry"] or None, timeout_s)
+        why, final = _lint_one(r["tests"], r["mode"], r["solution"], r["entry"] or None, timeout_s)
+        if not final: return why  # not cached
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path + ".tmp", "w") as f: json.dump({"why": why}, f)
