@@ -273,3 +273,32 @@ def test_a_batch_is_graded_in_parallel_within_its_budget():
     for bad in (dict(workers=0), dict(batch_budget_s=0), dict(timeout_s=-1)):
         with pytest.raises(ValueError, match=next(iter(bad))):
             code_reward([right], [["assert add(1, 2) == 3"]], **bad)
+
+
+def test_each_running_sandbox_holds_a_uid_no_other_process_or_thread_has(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    from delta_repro import sandbox as S
+    with S._own_uid(True) as a, S._own_uid(True) as b:
+        assert a != b and a in S.SANDBOX_UIDS and b in S.SANDBOX_UIDS
+    with S._own_uid(False) as none:
+        assert none == 0  # not root, or no isolation: the run keeps its uid
+    # another process (a second trainer on the host) holds slot k: this one passes it by
+    monkeypatch.setattr(S, "_UID_LOCKS", str(tmp_path))
+    k = 7
+    holder = subprocess.Popen([sys.executable, "-c", "import fcntl, os, sys, time\n"
+                               f"fd = os.open({str(tmp_path / str(k))!r}, os.O_RDWR | os.O_CREAT)\n"
+                               "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('held', flush=True)\ntime.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        monkeypatch.setattr(S, "_UID_NEXT", [k])
+        with S._own_uid(True) as uid:
+            assert uid == S.SANDBOX_UIDS[k + 1]
+    finally:
+        holder.kill()
+        holder.wait()
+    monkeypatch.setattr(S, "_UID_NEXT", [k])
+    with S._own_uid(True) as uid:  # its lock died with it
+        assert uid == S.SANDBOX_UIDS[k]
