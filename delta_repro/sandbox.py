@@ -742,19 +742,27 @@ def _stop(proc: subprocess.Popen):
     proc.wait()
 
 def _run_stdio(bwrap, code, cases, deadline, cap, limits, disk_mb, workdir, uid) -> tuple[int, str | None]:
-    """All stdio tests in one sandbox: the harness runs the program once per test in a forked child (about 1 ms,
-    not a sandbox start of about 25 ms each), its stdin the read end of a pipe the harness fills, and relays the
-    output as `<exit status> <bytes>\\n` and the bytes; the comparison is made here."""
+    """All stdio tests in one sandbox: the harness runs the program once per test in a forked child (a few ms, not
+    a sandbox start of about 25 ms each), its stdin the read end of a pipe the harness fills, and relays the
+    output as `<exit status> <bytes>\\n` and the bytes; the comparison is made here. The inputs are sent ahead by
+    a thread, so no test waits on a round trip to this process."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     try: proc = _spawn(bwrap, "stdio", code, limits, disk_mb, workdir, uid, extra_fds=(req_r, rep_w), extra_args=(cap,))
     finally: os.close(req_r); os.close(rep_w)
     passed, stopped = 0, None
+    os.set_blocking(req_w, False)
+
+    def send_all():  # every test's input, ahead of the replies: the harness never waits on this process
+        try:
+            for stdin_text, _ in cases: _write_all(req_w, json.dumps({"stdin": stdin_text}).encode() + b"\n", deadline)
+        except _Broken: pass  # the deadline, or the harness is gone: the reader below says which
+
+    sender = threading.Thread(target=send_all, daemon=True)
+    sender.start()
     try:
         reader = _Reader(rep_r, cap + 64)
-        os.set_blocking(req_w, False)
         for stdin_text, expected in cases:
-            _write_all(req_w, json.dumps({"stdin": stdin_text}).encode() + b"\n", deadline)
             reader.budget()
             head = reader.line(deadline).split()
             if len(head) != 2 or not all(re.fullmatch(rb"-?\d{1,12}", h) for h in head): raise _Broken("protocol: bad header")
@@ -766,6 +774,7 @@ def _run_stdio(bwrap, code, cases, deadline, cap, limits, disk_mb, workdir, uid)
         stopped = str(e)
     finally:
         _stop(proc)
+        sender.join()  # the harness is gone, so its writes fail at once; then the descriptors can go
         os.close(req_w); os.close(rep_r)
     return passed, stopped
 
