@@ -659,9 +659,9 @@ def _own_uid(needed: bool):
 def _free_names(tree: ast.AST, entry_point: str | None = None) -> tuple[set, set, set]:
     """Names a test reads but never binds, split into (modules: stdlib modules used only as `module.attr`, helpers:
     names this namespace binds itself (`_HELPERS`: `np`, `math`, `isclose`), candidate: the names the candidate's
-    program must define). The candidate's names are its entry points where the test names them — `entry_point`,
-    and every name passed bare to a function the test defines (HumanEval's `check(pow)`), built-in names included
-    — and otherwise every other free name that is not a built-in."""
+    program must define): its entry points — `entry_point`, and every name passed bare to a function the test
+    defines (HumanEval's `check(pow)`), built-in names included — and every other free name that is not a built-in
+    (a function of the prompt's, such as HumanEval/38's `encode_cyclic`)."""
     bound, loaded, as_base, defined = set(), {}, set(), set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Name):
@@ -682,7 +682,7 @@ def _free_names(tree: ast.AST, entry_point: str | None = None) -> tuple[set, set
     free = {k for k in unbound if not hasattr(builtins, k)} - entries
     helpers = {k for k in free if k in _HELPERS}
     modules = {k for k in free - helpers if k in sys.stdlib_module_names and k not in plain_use}
-    return modules, helpers, entries or (free - helpers - modules)
+    return modules, helpers, entries | (free - helpers - modules)
 
 def _parse_tests(tests, mode: str, entry_point: str | None = None) -> list:
     "Compiled functional tests, or (stdin, expected stdout) pairs; `ValueError` naming the test that does not fit."

@@ -302,3 +302,15 @@ def test_each_running_sandbox_holds_a_uid_no_other_process_or_thread_has(tmp_pat
     monkeypatch.setattr(S, "_UID_NEXT", [k])
     with S._own_uid(True) as uid:  # its lock died with it
         assert uid == S.SANDBOX_UIDS[k]
+
+
+def test_a_function_of_the_prompt_that_the_test_calls_is_the_candidates():
+    # HumanEval/38: the test encodes with the prompt's encode_cyclic, which the completion repeats, and decodes with
+    # the candidate's decode_cyclic
+    prompt = ("def encode_cyclic(s):\n    groups = [s[3 * i:min(3 * i + 3, len(s))] for i in range((len(s) + 2) // 3)]\n"
+              "    return ''.join((g[1:] + g[0]) if len(g) == 3 else g for g in groups)\n")
+    test = ("def check(candidate):\n    for s in ('abcdef', 'hello world', 'xy'):\n"
+            "        assert candidate(encode_cyclic(s)) == s\ncheck(decode_cyclic)")
+    right = prompt + "def decode_cyclic(s):\n    return encode_cyclic(encode_cyclic(s))"
+    assert run_tests_sandboxed(right, [test]) == (1, 1)
+    assert run_tests_sandboxed(prompt + "def decode_cyclic(s):\n    return s", [test]) == (0, 1)
