@@ -1,5 +1,6 @@
 """Code rewards that no completion can forge or stall (issue 27): extraction, verdicts, containers, stdio, the
 sandbox's own uid, parallel grading. Each test is built from one of the issue's hostile completions."""
+import os
 import threading
 import time
 from pathlib import Path
@@ -192,6 +193,7 @@ THREADED = ("import threading\nimport sys\nout = []\n"
             "[t.start() for t in ts]\n[t.join() for t in ts]\n")
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a uid per sandbox needs root (as another user the process limit is the user's)")
 def test_a_sandbox_holding_its_threads_does_not_starve_a_concurrent_one():
     hog = "import threading, time\nfor _ in range(14):\n    threading.Thread(target=time.sleep, args=(30,)).start()\n"
     hog += "def add(a, b):\n    time.sleep(30)"  # the run lasts until its deadline, its threads held
