@@ -18,6 +18,7 @@ import re
 import signal
 import threading
 import time
+from itertools import islice
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, TimeoutError as FutureTimeout
 import multiprocessing as mp
 
@@ -46,28 +47,34 @@ def extract_boxed(text: str) -> str | None:
     """Content of the last `\\boxed{...}` (or `\\fbox{...}`) in `text` whose braces balance (escaped `\\{`, `\\}` do
     not count), stripped; None if there is none. The braces are matched in one pass from the first opener, over the
     last `MAX_ANSWER_WINDOW` characters at most (an answer is at the end; what stands more than 32,768 characters
-    before the end is not read): time linear in `len(text)` and bounded, whatever its shape (a megabyte of `{` or of unclosed `\\boxed{`
-    included). Raises `ValueError` if `text` is not a string."""
+    before the end is not read): time linear in `len(text)` and bounded, whatever its shape (a megabyte of `{` or
+    of unclosed `\\boxed{` included). Raises `ValueError` if `text` is not a string."""
     _check_text("text", text)
     openers = [i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0]
     if not openers: return None  # at C speed: most degenerate completions end here
-    stack, best = [], None  # stack: per open brace, where its content starts if it opened a \boxed{, else -1
-    # a brace's match depends only on the text after it, so the scan starts at the first opener (or the window)
-    for m in _BOXED_OR_BRACE.finditer(text, max(min(openers), len(text) - MAX_ANSWER_WINDOW)):
-        tok = m.group()
+    # a brace's match depends only on the text after it, so the scan starts at the first opener (or the window).
+    # The tokens come as strings from `findall` (at C speed) and are matched by index with one stack; the two
+    # positions that delimit the answer are found afterwards, by skipping to those tokens
+    start = max(min(openers), len(text) - MAX_ANSWER_WINDOW)
+    stack, best = [], None  # stack: per open brace, its token index if it opened a \boxed{, else -1
+    for k, tok in enumerate(_BOXED_OR_BRACE.findall(text, start)):
         if tok == "}":
             if stack:
-                start = stack.pop()
-                if start >= 0 and (best is None or start > best[0]): best = (start, m.start())
+                i = stack.pop()
+                if i >= 0 and (best is None or i > best[0]): best = (i, k)
         else:
-            stack.append(-1 if tok == "{" else m.end())
-    return text[best[0]:best[1]].strip() if best else None
+            stack.append(-1 if tok == "{" else k)
+    if best is None: return None
+    tokens = _BOXED_OR_BRACE.finditer(text, start)
+    opener = next(islice(tokens, best[0], None))
+    closer = next(islice(tokens, best[1] - best[0] - 1, None))
+    return text[opener.end():closer.start()].strip()
 
 def extract_final_answer(completion: str) -> str | None:
     """The graded answer of a completion: the last `\\boxed{}` content (`extract_boxed`), else the last 'Answer: X'
     line ('Final answer:' too, any case; X may stand on the next non-blank line), else None; both within the last
-    `MAX_ANSWER_WINDOW` characters (the line the window begins in read whole). Time bounded by the window, at C speed but for one step per "Answer:" line.
-    Raises `ValueError` if `completion` is not a string."""
+    `MAX_ANSWER_WINDOW` characters (the line the window begins in read whole). Time bounded by the window, at C
+    speed but for one step per "Answer:" line. Raises `ValueError` if `completion` is not a string."""
     boxed = extract_boxed(_check_text("completion", completion))
     if boxed is not None: return boxed
     # from the start of the line the window begins in (`rfind` at C speed), so that no line is read cut in two
