@@ -125,8 +125,20 @@ def browser(tmp_path_factory):
 def page_problems(driver, page: Path, figures: int = 0, timing: dict | None = None) -> list[str]:
     """What is wrong with one built page as the browser shows it (empty when nothing is). `timing[page]`, when given,
     gets the seconds from the request to the math typeset."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
     start = time.perf_counter()
     driver.get(page.as_uri())
+    # wait on the page's own state, not on get() alone: on a busy machine get() has returned with the document still
+    # "loading" (issue 27). The page is ready when it is this page and its load event has fired; then MathJax's
+    # startup promise says when its math is typeset (inside the script below).
+    try:
+        WebDriverWait(driver, LOAD_LIMIT, poll_frequency=0.2).until(
+            lambda d: d.execute_script("return [document.readyState, document.URL]") == ["complete", page.as_uri()])
+    except TimeoutException:
+        ready, url = driver.execute_script("return [document.readyState, document.URL]")
+        return [f"did not load within {LOAD_LIMIT} s: readyState {ready} at {url}"]
     state = driver.execute_async_script("""
         const done = arguments[arguments.length - 1];
         const report = () => {
