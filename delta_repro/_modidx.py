@@ -474,4 +474,5 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                  'delta_repro/trainer.py'),
                                      'delta_repro.trainer.overlong_penalty': ('trainer.html#overlong_penalty', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer.paper_config': ('trainer.html#paper_config', 'delta_repro/trainer.py'),
-                                     'delta_repro.trainer.plain_delta_loss': ('trainer.html#plain_delta_loss', 'delta_repro/trainer.py')}}}
+                                     'delta_repro.trainer.plain_delta_loss': ('trainer.html#plain_delta_loss', 'delta_repro/trainer.py'),
+                                     'delta_repro.trainer.plain_rl_run': ('trainer.html#plain_rl_run', 'delta_repro/trainer.py')}}}
