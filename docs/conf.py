@@ -33,11 +33,14 @@ nb_execution_mode = "off"  # the committed outputs are the document (scripts/exe
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
-suppress_warnings = ["myst.header", "misc.highlighting_failure", "toc.glob"]  # no executed report before a run  # notebooks' title-less first cells; IPython lexing
+# notebooks' title-less first cells; IPython lexing; the executed reports' glob before any profile has run
+suppress_warnings = ["myst.header", "misc.highlighting_failure", "toc.empty_glob"]
 
 html_theme = "sphinx_book_theme"
 html_title = "delta_repro"
-html_theme_options = {"show_toc_level": 2}
+# no right-hand "on this page" column: its width goes to the content, so that 120-character outputs fit beside the
+# navigation in a 1280-pixel window (tests/test_site.py)
+html_theme_options = {"show_toc_level": 2, "secondary_sidebar_items": []}
 html_show_sourcelink = False
 html_extra_path = ["_extra"]  # index.html at the top of the site, pointing to docs/index.html
 # a content column wide enough for 120 monospace characters (code and outputs are written to that width)
