@@ -245,6 +245,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
             'delta_repro.proxies': { 'delta_repro.proxies.RunningExample': ('proxies.html#runningexample', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.RunningExample.attention_mask': ( 'proxies.html#runningexample.attention_mask',
                                                                                             'delta_repro/proxies.py'),
+                                     'delta_repro.proxies.RunningExample.followed': ( 'proxies.html#runningexample.followed',
+                                                                                      'delta_repro/proxies.py'),
                                      'delta_repro.proxies.RunningExample.input_ids': ( 'proxies.html#runningexample.input_ids',
                                                                                        'delta_repro/proxies.py'),
                                      'delta_repro.proxies.RunningExample.tokens': ( 'proxies.html#runningexample.tokens',
@@ -261,7 +263,11 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'delta_repro.proxies.lm_head_proxy': ('proxies.html#lm_head_proxy', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.output_embedding': ('proxies.html#output_embedding', 'delta_repro/proxies.py'),
                                      'delta_repro.proxies.running_example': ('proxies.html#running_example', 'delta_repro/proxies.py'),
-                                     'delta_repro.proxies.topk_hidden_proxy': ('proxies.html#topk_hidden_proxy', 'delta_repro/proxies.py')},
+                                     'delta_repro.proxies.sample_completions': ( 'proxies.html#sample_completions',
+                                                                                 'delta_repro/proxies.py'),
+                                     'delta_repro.proxies.topk_hidden_proxy': ('proxies.html#topk_hidden_proxy', 'delta_repro/proxies.py'),
+                                     'delta_repro.proxies.warm_started_policy': ( 'proxies.html#warm_started_policy',
+                                                                                  'delta_repro/proxies.py')},
             'delta_repro.reporting': { 'delta_repro.reporting._against': ('reporting.html#_against', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting._answer_positions': ( 'reporting.html#_answer_positions',
                                                                                     'delta_repro/reporting.py'),
@@ -499,4 +505,5 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                  'delta_repro/trainer.py'),
                                      'delta_repro.trainer.overlong_penalty': ('trainer.html#overlong_penalty', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer.paper_config': ('trainer.html#paper_config', 'delta_repro/trainer.py'),
-                                     'delta_repro.trainer.plain_delta_loss': ('trainer.html#plain_delta_loss', 'delta_repro/trainer.py')}}}
+                                     'delta_repro.trainer.plain_delta_loss': ('trainer.html#plain_delta_loss', 'delta_repro/trainer.py'),
+                                     'delta_repro.trainer.plain_rl_run': ('trainer.html#plain_rl_run', 'delta_repro/trainer.py')}}}
