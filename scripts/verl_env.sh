@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The optional verl environment on a CPU machine: .venv-verl (git-ignored) with verl 0.9.1, the CPU torch of
-# requirements.txt, TRL 1.16 and this package (delta_repro.verl, the DelTA plugin for verl, is importable there).
+# requirements.txt and this package without its dependencies (delta_repro.verl, the DelTA plugin for verl, imports
+# there; TRL does not: see below).
 # tests/test_verl.py runs there (test.sh calls it with this environment's python) and skips, saying why, where it is
 # absent. On a GPU cluster install verl the way its documentation says and this package beside it (docs/scale.md).
 #
@@ -12,9 +13,13 @@
 #   with any recent torch, so torch is pinned first to requirements.txt's CPU build (2.13.0), before anything can
 #   pull in a CUDA build.
 # - verl needs transformers >= 5.5.3, < 5.11 (not 5.6.0) and numpy >= 2: requirements.txt's transformers 5.17 does not
-#   fit, so transformers is pinned to 5.9.0 (the one verl's own cpu extra pins). TRL 1.16 accepts transformers 5.9, so
-#   the equality tests run DeltaGRPOTrainer's loss there too. Only what this package's plugin and tests import is
-#   pinned to requirements.txt (torch, trl, pytest, fastcore, pyyaml); the rest is left to pip: with requirements.txt
+#   fit, so transformers is pinned to 5.9.0 (the one verl's own cpu extra pins).
+# - No TRL: verl's FSDP engine, whenever TRL is importable, patches TRL's AutoModelForCausalLMWithValueHead, which
+#   TRL 1.x no longer has, and fails building the model. So the package goes in with --no-deps, and the plugin needs
+#   nothing of TRL (its METHODS table is delta_repro.methods); tests/test_verl.py compares with the TRL trainer's
+#   loss computed in the main environment.
+# - Only what the plugin and its tests import is pinned to requirements.txt (torch, pytest, fastcore, pyyaml,
+#   math-verify); the rest is left to pip: with requirements.txt
 #   as a constraint file the resolver finds no set (its typer and antlr4 pins exclude the hub and hydra verl needs).
 set -euo pipefail
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,14 +37,16 @@ _want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]
 if [ "$(cat "$_stamp" 2>/dev/null)" = "$_want" ]; then echo "[verl-env] $_venv is up to date"; exit 0; fi
 [ -x "$_venv/bin/python" ] || { echo "[verl-env] creating $_venv"; "$_py" -m venv "$_venv"; }
 pip() { "$_venv/bin/python" -m pip "$@"; }
-echo "[verl-env] installing $VERL, $TRANSFORMERS, torch and TRL of requirements.txt into $_venv"
+echo "[verl-env] installing $VERL, $TRANSFORMERS and the torch of requirements.txt into $_venv"
 pip install -q --upgrade pip
 pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
 _req() { grep -E "^$1==" "$_root/requirements.txt"; }
-pip install -q "$VERL" "$TRANSFORMERS" "$HYDRA" "${VERL_CORE[@]}" "$(_req trl)" "$(_req pytest)" "$(_req fastcore)" \
-  "$(_req pyyaml)"
+pip install -q "$VERL" "$TRANSFORMERS" "$HYDRA" "${VERL_CORE[@]}" "$(_req pytest)" "$(_req fastcore)" \
+  "$(_req pyyaml)" "$(_req math-verify)"  # math-verify: the running example's reward (nbs/10_verl.ipynb)
 pip install -q --no-deps -e "$_root"
-"$_venv/bin/python" -c "import torch, trl, transformers, verl, numpy; import delta_repro.verl; \
-assert not torch.cuda.is_available(); \
-print(f'[verl-env] verl {verl.__version__}, torch {torch.__version__}, trl {trl.__version__}, transformers {transformers.__version__}, numpy {numpy.__version__}')"
+pip uninstall -q -y trl 2>/dev/null || true  # an environment made by an earlier version of this script had it
+"$_venv/bin/python" -c "import importlib.util, sys, torch, transformers, verl, numpy; \
+assert 'delta_repro.verl' in sys.modules, 'the verl.plugins entry point did not load delta_repro.verl'; \
+assert not torch.cuda.is_available() and importlib.util.find_spec('trl') is None; \
+print(f'[verl-env] verl {verl.__version__} with the DelTA plugin, torch {torch.__version__}, transformers {transformers.__version__}, numpy {numpy.__version__}')"
 echo "$_want" > "$_stamp"
