@@ -59,13 +59,18 @@ def make_reference(out: Path, tok, toy_ds) -> Path:
         if ref is None:
             torch.manual_seed(123)
             batch = tr._generate_and_score_completions(next(iter(tr.get_train_dataloader())))
+            # completions of different lengths (the tiny policy rarely stops): the aggregation modes then differ
+            B, T = batch["completion_ids"].shape
+            lengths = torch.tensor([T, T - 1, 4, 3, T, 2, T, 1])[:B].clamp(1, T)
+            keep = torch.arange(T)[None] < lengths[:, None]
+            batch["completion_mask"] = keep.long()
+            batch["completion_ids"] = batch["completion_ids"].masked_fill(~keep, tok.pad_token_id)
+            batch["num_items_in_batch"] = keep.sum()
             ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
             attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
-            T = batch["completion_ids"].shape[1]
             with torch.no_grad():
                 logps, _, _ = tr._get_per_token_logps_and_entropies(tr.model, ids, attn, T)
             g = torch.Generator().manual_seed(0)
-            B = logps.shape[0]
             old = logps + 0.3 * torch.randn(B, T, generator=g)
             adv = torch.randn(B, generator=g)
             lam_bar = delta_coefficients(torch.randn(B, T, 8, generator=g), adv, batch["completion_mask"]).weights
@@ -118,15 +123,18 @@ def test_loss_and_gradient_equal_the_trl_trainers(report, mode, credit, layout):
     assert 0 < r["clipfrac"] < 1  # the clips act on this batch
 
 
-def test_delta_changes_the_loss(report):
-    d, n = report["loss"]["dapo/delta/padded"], report["loss"]["dapo/none/padded"]
-    assert abs(d["loss"] - n["loss"]) > 1e-4
+def test_delta_and_the_modes_change_the_loss(report):
+    "The batch tells the cases apart: λ̄ changes the loss, and so does each aggregation mode."
+    loss = {k: v["loss"] for k, v in report["loss"].items() if k.endswith("/padded")}
+    assert abs(loss["dapo/delta/padded"] - loss["dapo/none/padded"]) > 1e-4
+    for a, b in (("dapo", "grpo"), ("dapo", "dr_grpo"), ("grpo", "dr_grpo")):
+        assert abs(loss[f"{a}/delta/padded"] - loss[f"{b}/delta/padded"]) > 1e-4, (a, b, loss)
 
 
 @pytest.mark.parametrize("layout", ["padded", "rmpad"])
 def test_proxies_captured_in_verls_pass_equal_ours(report, layout):
     c = report["capture"][layout]
-    assert c["n_rows"] == 8 and c["hook_removed"]
+    assert c["n_rows"] == 8 and c["hook_removed"] and len(set(c["lengths"])) > 3  # rows cut to each response
     assert c["max_diff"] < 1e-5 * max(1.0, c["scale"]), c
 
 
