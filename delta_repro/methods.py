@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['METHODS']
 
-# %% ../nbs/03a_methods.ipynb #c2d63b9c
+# %% ../nbs/03a_methods.ipynb #ab7c69c0
 METHODS = {
     "DAPO": dict(credit_assignment="none", loss_type="dapo"),
     "DAPO w/ Forking Tokens": dict(credit_assignment="none", loss_type="dapo", top_entropy_quantile=0.2),

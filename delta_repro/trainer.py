@@ -185,7 +185,7 @@ def paper_config(
     kw.update(overrides)
     return DeltaGRPOConfig(**kw)
 
-# %% ../nbs/03_trainer.ipynb #25c74fa0
+# %% ../nbs/03_trainer.ipynb #1469e78a
 def overlong_penalty(args: DeltaGRPOConfig):
     """DAPO's soft overlong penalty as a TRL reward function (TRL's own `get_soft_overlong_punishment`), or None
     when `args.overlong_buffer` is 0."""
