@@ -473,6 +473,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                    'delta_repro/verl.py'),
                                   'delta_repro.verl.DeltaActorRolloutRefWorker.__init__': ( 'verl.html#deltaactorrolloutrefworker.__init__',
                                                                                             'delta_repro/verl.py'),
+                                  'delta_repro.verl.DeltaActorRolloutRefWorker._set_delta_loss': ( 'verl.html#deltaactorrolloutrefworker._set_delta_loss',
+                                                                                                   'delta_repro/verl.py'),
                                   'delta_repro.verl.DeltaActorRolloutRefWorker.compute_log_prob': ( 'verl.html#deltaactorrolloutrefworker.compute_log_prob',
                                                                                                     'delta_repro/verl.py'),
                                   'delta_repro.verl.DeltaActorRolloutRefWorker.init_model': ( 'verl.html#deltaactorrolloutrefworker.init_model',

@@ -8,7 +8,7 @@ __all__ = ['VERL_CREDIT_ASSIGNMENTS', 'PROXY_STORES', 'DELTA_KEY', 'VerlDeltaCon
            'sequence_key', 'ProxyCache', 'dp_all_reduce', 'dp_gather', 'delta_weights', 'delta_ppo_loss',
            'DeltaActorRolloutRefWorker', 'install', 'verl_micro_batch', 'nested_log_probs']
 
-# %% ../nbs/10_verl.ipynb #4f992277
+# %% ../nbs/10_verl.ipynb #d2016e2c
 import hashlib
 import math
 import time
@@ -22,6 +22,7 @@ import torch.distributed as dist
 
 from verl.single_controller.base.decorator import Dispatch, make_nd_compute_dataproto_dispatch_fn, register
 from verl.utils import tensordict_utils as tu
+from verl.utils.device import get_device_name
 from verl.workers.engine_workers import ActorRolloutRefWorker
 from verl.workers.utils.losses import ppo_loss
 from verl.workers.utils.padding import no_padding_2_padding, response_from_nested
@@ -30,7 +31,7 @@ from .coefficients import DeltaCoefficients, DeltaConfig, StreamingDeltaEstimato
 from .losses import token_selection_weights
 from .proxies import _describe, capture_final_hidden_states, lm_head_proxy
 
-# %% ../nbs/10_verl.ipynb #94a82b9f
+# %% ../nbs/10_verl.ipynb #9915c393
 VERL_CREDIT_ASSIGNMENTS = ("none", "delta", "random", "token_selection")
 PROXY_STORES = ("host", "device")
 _NOT_ON_VERL = {  # switches of `METHODS` the plugin does not express, and what to use instead
@@ -130,7 +131,7 @@ class VerlDeltaConfig:
         method = kw.pop("method", None)
         return cls.from_method(method, **kw) if method is not None else cls(**kw)
 
-# %% ../nbs/10_verl.ipynb #83707a57
+# %% ../nbs/10_verl.ipynb #a46e68ae
 def sequence_values(
     hidden: torch.Tensor,  # captured final hidden states: (1, nnz + pad, d) packed, or (b, L, d) right-padded
     input_ids: torch.Tensor,  # the micro-batch's nested input ids (b, j1): prompt + response of each sequence
@@ -174,7 +175,7 @@ def sequence_key(ids: torch.Tensor) -> str:
 def _keys(input_ids: torch.Tensor) -> list[str]:
     return [sequence_key(t) for t in input_ids.unbind()]
 
-# %% ../nbs/10_verl.ipynb #4fbdae6e
+# %% ../nbs/10_verl.ipynb #5e49da95
 def _to_store(x: torch.Tensor, store: str) -> torch.Tensor:
     if store == "device" or x.device.type == "cpu": return x.contiguous()
     out = torch.empty(x.shape, dtype=x.dtype, pin_memory=x.device.type == "cuda")
@@ -229,7 +230,7 @@ class ProxyCache:
                                "old-log-prob pass: DelTA needs the update to see the same data-parallel shard")
         return [self.rows[k] for k in keys]
 
-# %% ../nbs/10_verl.ipynb #09a9b219
+# %% ../nbs/10_verl.ipynb #33cba917
 def dp_all_reduce(group=None) -> Callable[[torch.Tensor], torch.Tensor] | None:
     "A sum over the data-parallel `group` (torch.distributed), or None with a single process."
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) == 1: return None
@@ -312,7 +313,7 @@ def delta_weights(
         return w, coefs
     return coefs.weights, coefs
 
-# %% ../nbs/10_verl.ipynb #71b86460
+# %% ../nbs/10_verl.ipynb #aa37aa90
 DELTA_KEY = "delta_weights"  # (B, R) float32 λ̄ per response token in the actor-update batch
 
 def delta_ppo_loss(config, model_output, data, dp_group=None):
@@ -328,7 +329,7 @@ def delta_ppo_loss(config, model_output, data, dp_group=None):
     weighted.set("advantages", adv * w.to(adv.dtype))
     return ppo_loss(config, model_output, weighted, dp_group)
 
-# %% ../nbs/10_verl.ipynb #47ba9bfe
+# %% ../nbs/10_verl.ipynb #dab58342
 class DeltaActorRolloutRefWorker(ActorRolloutRefWorker):
     """verl 0.9's `ActorRolloutRefWorker` with DelTA (and the paper's controls) from `actor_rollout_ref.delta`
     (`VerlDeltaConfig.from_config`). Raises `ValueError` at construction for a bad `delta` group, and at
@@ -343,7 +344,10 @@ class DeltaActorRolloutRefWorker(ActorRolloutRefWorker):
     @register(dispatch_mode=Dispatch.ONE_TO_ALL)
     def init_model(self):
         super().init_model()
-        if not self._delta_on: return
+        if self._delta_on: self._set_delta_loss()
+
+    def _set_delta_loss(self):
+        "After verl's init_model: the actor's loss function becomes `delta_ppo_loss` with verl's actor config."
         if self.distillation_enabled:
             raise ValueError("actor_rollout_ref.delta: DelTA does not combine with distillation")
         actor_config = self.loss_fn.keywords["config"]
@@ -370,8 +374,8 @@ class DeltaActorRolloutRefWorker(ActorRolloutRefWorker):
         adv = adv.to_padded_tensor(0.0) if adv.is_nested else adv
         mask = data["response_mask"]
         mask = mask.to_padded_tensor(0) if mask.is_nested else mask
-        dev = torch.device(engine.device_name if hasattr(engine, "device_name") else "cpu")
-        dev = dev if dev.type != "cuda" else torch.device("cuda", torch.cuda.current_device())
+        name = get_device_name()  # verl's accelerator; "cuda" also on a machine without one (verl's fallback)
+        dev = torch.device(name if getattr(getattr(torch, name, None), "is_available", lambda: False)() else "cpu")
         rows = [] if self.delta.credit_assignment == "random" else self._delta_cache.batch(data["input_ids"])
         w, coefs = delta_weights(rows, adv.to(dev), mask.to(dev), self.delta, engine.get_data_parallel_group(),
                                  self._delta_generator)
@@ -398,7 +402,7 @@ def install() -> None:
     engine_workers.ActorRolloutRefWorker = DeltaActorRolloutRefWorker
     trainer_base.ActorRolloutRefWorker = DeltaActorRolloutRefWorker
 
-# %% ../nbs/10_verl.ipynb #ec00318d
+# %% ../nbs/10_verl.ipynb #8eec2f27
 def verl_micro_batch(
     prompt_ids: torch.Tensor,  # (B, P) int64, left-padded
     prompt_mask: torch.Tensor,  # (B, P) 0/1
@@ -444,5 +448,5 @@ def nested_log_probs(logps: torch.Tensor, micro_batch) -> torch.Tensor:
         parts.append(torch.cat([logps.new_zeros(p - 1), logps[i, :r], logps.new_zeros(1)]))
     return torch.nested.nested_tensor_from_jagged(torch.cat(parts), ids.offsets())
 
-# %% ../nbs/10_verl.ipynb #a4313ec2
+# %% ../nbs/10_verl.ipynb #0f2b716d
 install()  # on import: the verl.plugins entry point of this package imports this module in every verl process

@@ -11,7 +11,8 @@ FSDP engine cannot share an environment: see scripts/verl_env.sh) and reports. C
 - the proxies captured during verl's forward pass equal completion_proxies (00_proxies);
 - two gloo processes give the coefficients, the token selection and the loss gradient of one;
 - every METHODS entry is expressed with λ̄ equal to the TRL trainer's computation, or refused with a reason;
-- one DelTA update through verl's forward-step code trains; the recipe scripts/verl_delta.sh composes (hydra) to the
+- one DelTA update through verl's forward-step code trains; the worker's own methods (around a stand-in for verl's
+  TrainingWorker, which needs CUDA) capture the old-log-prob pass only and put λ̄ into verl's update; the recipe scripts/verl_delta.sh composes (hydra) to the
   paper's Table 5 settings;
 - verl's own CPU loss tests pass with the plugin loaded."""
 import json
@@ -165,6 +166,14 @@ def test_one_delta_step_through_verls_forward_step(report):
     s = report["step"]
     assert math.isfinite(s["loss"]) and s["moved"] > 1e-5
     assert s["old_logp_diff"] < TOL and 0.8 <= s["lam_mean"] <= 1.2 and abs(s["weight_mean"] - 1) < 1e-5
+
+
+def test_the_workers_methods_put_delta_into_verls_update(report):
+    "DeltaActorRolloutRefWorker around a stand-in for verl's TrainingWorker (which needs CUDA), see verl_worker.py."
+    w = report["worker"]
+    assert w["loss_fn"] == "delta_ppo_loss" and w["cached_after_ref_pass"] == 0 and w["cached_after_old_pass"] == 8
+    assert w["weights_diff"] < TOL and w["cache_emptied"] and w["advantages_untouched"]
+    assert 0.8 <= w["lam_mean"] <= 1.2 and math.isfinite(w["loss"]) and w["grad"] > 0
 
 
 def test_the_recipe_composes_to_table_5(report):

@@ -239,6 +239,71 @@ def step_section(ref, model) -> dict:
                 weight_mean=float(w[m].mean()), old_logp_diff=float((old - ref["logps"]).abs()[m].max()))
 
 
+class _TrainingStandIn:
+    """Stands in for verl's TrainingWorker, which needs CUDA: `infer_batch` and `train_mini_batch` run verl's forward
+    step code (`bare_engine`) and the loss function the worker set, on the whole batch as one micro-batch."""
+    def __init__(self, engine, remove_padding):
+        self.engine, self.rmpad, self.loss_fn, self.trained_on = engine, remove_padding, None, None
+        engine.get_data_parallel_rank = lambda: 0
+        engine.get_data_parallel_group = lambda: None
+
+    def set_loss_fn(self, loss_fn): self.loss_fn = loss_fn
+
+    def infer_batch(self, data):
+        with torch.no_grad():
+            lp = engine_log_probs(self.engine, data, self.rmpad, entropy=True)
+        return tu.get_tensordict(tensor_dict={"log_probs": lp}, non_tensor_dict={"metrics": {}})
+
+    def train_mini_batch(self, data):
+        self.trained_on = data
+        lp = engine_log_probs(self.engine, data, self.rmpad)
+        loss, _ = self.loss_fn(model_output={"log_probs": lp}, data=data, dp_group=None)
+        loss.backward()
+        return tu.get_tensordict(tensor_dict={}, non_tensor_dict={"metrics": {"loss": [float(loss)]}})
+
+
+def worker_section(ref, model) -> dict:
+    """DeltaActorRolloutRefWorker's own methods (compute_log_prob, _set_delta_loss, update_actor) around the stand-in:
+    the old-log-prob pass is captured, the ref-model pass is not, λ̄ lands in the batch, the loss is DelTA's."""
+    from functools import partial
+    from omegaconf import OmegaConf
+    from verl.workers.utils.losses import ppo_loss
+    B, T = ref["completion_ids"].shape
+    w = dv.DeltaActorRolloutRefWorker.__new__(dv.DeltaActorRolloutRefWorker)  # Worker.__init__ needs Ray
+    w.delta = dv.VerlDeltaConfig.from_config(OmegaConf.create({"method": "DelTA"}))
+    w._delta_on, w._delta_cache, w.enable_routing_replay, w.distillation_enabled = True, dv.ProxyCache(), False, False
+    w.actor = _TrainingStandIn(bare_engine(model, True), True)
+    w.loss_fn = partial(ppo_loss, config=actor_config("dapo", 6))
+    w.actor.set_loss_fn(w.loss_fn)
+    w._set_delta_loss()
+    mask = ref["completion_mask"]
+    adv = ref["advantages"][:, None] * mask
+    ref_pass = micro_batch(ref, None)
+    tu.assign_non_tensor(ref_pass, calculate_entropy=False, no_lora_adapter=True)
+    w.compute_log_prob(ref_pass)
+    after_ref = len(w._delta_cache.rows)
+    old_pass = micro_batch(ref, None)
+    tu.assign_non_tensor(old_pass, calculate_entropy=True)
+    out = w.compute_log_prob(old_pass)
+    old = no_padding_2_padding(out["log_probs"], old_pass)
+    after_old = len(w._delta_cache.rows)
+    train = dv.verl_micro_batch(ref["prompt_ids"], ref["prompt_mask"], ref["completion_ids"], mask, adv, old,
+                                global_batch_size=B)
+    model.zero_grad()
+    res = w.update_actor(train)
+    seen = w.actor.trained_on
+    v, _, _ = completion_proxies(model, torch.cat([ref["prompt_ids"], ref["completion_ids"]], 1),
+                                 torch.cat([ref["prompt_mask"], mask], 1), T)
+    want = delta_coefficients(v, ref["advantages"], mask).weights
+    m = mask.bool()
+    metrics = tu.get(res, "metrics")
+    return dict(loss_fn=w.loss_fn.func.__name__, cached_after_ref_pass=after_ref, cached_after_old_pass=after_old,
+                weights_diff=float((seen[dv.DELTA_KEY] - want).abs()[m].max()), cache_emptied=len(w._delta_cache.rows) == 0,
+                advantages_untouched=bool(torch.equal(seen["advantages"], train["advantages"])),
+                lam_mean=metrics["delta/lam_mean"][0], loss=metrics["loss"][0],
+                grad=max(float(p.grad.abs().max()) for p in model.parameters() if p.grad is not None))
+
+
 def recipe_section(overrides_file: str) -> dict:
     "Compose verl's ppo_trainer config with the recipe's overrides (hydra) and check it without running anything."
     import verl
@@ -284,6 +349,7 @@ def main(ref_path, report_path, overrides_file):
     report["dp"] = dp_section(v, ref)
     report["recipe"] = recipe_section(overrides_file)
     report["step"] = step_section(ref, model)
+    report["worker"] = worker_section(ref, model)
     Path(report_path).write_text(json.dumps(report, indent=1, ensure_ascii=False))
 
 
