@@ -19,7 +19,7 @@
 #   nothing of TRL (its METHODS table is delta_repro.methods); tests/test_verl.py compares with the TRL trainer's
 #   loss computed in the main environment.
 # - Only what the plugin and its tests import is pinned to requirements.txt (torch, pytest, fastcore, pyyaml,
-#   math-verify); the rest is left to pip: with requirements.txt
+#   math-verify, nbdev); the rest is left to pip: with requirements.txt
 #   as a constraint file the resolver finds no set (its typer and antlr4 pins exclude the hub and hydra verl needs).
 set -euo pipefail
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,7 +42,8 @@ pip install -q --upgrade pip
 pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
 _req() { grep -E "^$1==" "$_root/requirements.txt"; }
 pip install -q "$VERL" "$TRANSFORMERS" "$HYDRA" "${VERL_CORE[@]}" "$(_req pytest)" "$(_req fastcore)" \
-  "$(_req pyyaml)" "$(_req math-verify)"  # math-verify: the running example's reward (nbs/10_verl.ipynb)
+  "$(_req pyyaml)" "$(_req math-verify)" "$(_req nbdev)"  # math-verify: the running example's reward; nbdev:
+# `.venv-verl/bin/nbdev-test nbs/10_verl.ipynb --n-workers 0 --save` executes that notebook's verl checks
 pip install -q --no-deps -e "$_root"
 pip uninstall -q -y trl 2>/dev/null || true  # an environment made by an earlier version of this script had it
 "$_venv/bin/python" -c "import importlib.util, sys, torch, transformers, verl, numpy; \
