@@ -8,7 +8,7 @@ __all__ = ['VERL_CREDIT_ASSIGNMENTS', 'PROXY_STORES', 'DELTA_KEY', 'VerlDeltaCon
            'sequence_key', 'ProxyCache', 'dp_all_reduce', 'dp_gather', 'delta_weights', 'delta_ppo_loss',
            'DeltaActorRolloutRefWorker', 'install', 'verl_micro_batch', 'nested_log_probs']
 
-# %% ../nbs/10_verl.ipynb #6bdcbe36
+# %% ../nbs/10_verl.ipynb #7a4eb372
 import hashlib
 import math
 import time
@@ -31,7 +31,7 @@ from .coefficients import DeltaCoefficients, DeltaConfig, StreamingDeltaEstimato
 from .losses import token_selection_weights
 from .proxies import _describe, capture_final_hidden_states, lm_head_proxy
 
-# %% ../nbs/10_verl.ipynb #b5d9ec1f
+# %% ../nbs/10_verl.ipynb #174c655f
 VERL_CREDIT_ASSIGNMENTS = ("none", "delta", "random", "token_selection")
 PROXY_STORES = ("host", "device")
 _NOT_ON_VERL = {  # switches of `METHODS` the plugin does not express, and what to use instead
@@ -131,7 +131,7 @@ class VerlDeltaConfig:
         method = kw.pop("method", None)
         return cls.from_method(method, **kw) if method is not None else cls(**kw)
 
-# %% ../nbs/10_verl.ipynb #265b04a1
+# %% ../nbs/10_verl.ipynb #b20e619f
 def sequence_values(
     hidden: torch.Tensor,  # captured final hidden states: (1, nnz + pad, d) packed, or (b, L, d) right-padded
     input_ids: torch.Tensor,  # the micro-batch's nested input ids (b, j1): prompt + response of each sequence
@@ -175,7 +175,7 @@ def sequence_key(ids: torch.Tensor) -> str:
 def _keys(input_ids: torch.Tensor) -> list[str]:
     return [sequence_key(t) for t in input_ids.unbind()]
 
-# %% ../nbs/10_verl.ipynb #65165d1b
+# %% ../nbs/10_verl.ipynb #e4ffd448
 def _to_store(x: torch.Tensor, store: str) -> torch.Tensor:
     if store == "device" or x.device.type == "cpu": return x.contiguous()
     out = torch.empty(x.shape, dtype=x.dtype, pin_memory=x.device.type == "cuda")
@@ -230,7 +230,7 @@ class ProxyCache:
                                "old-log-prob pass: DelTA needs the update to see the same data-parallel shard")
         return [self.rows[k] for k in keys]
 
-# %% ../nbs/10_verl.ipynb #11a71bb3
+# %% ../nbs/10_verl.ipynb #82ffe51f
 def dp_all_reduce(group=None) -> Callable[[torch.Tensor], torch.Tensor] | None:
     "A sum over the data-parallel `group` (torch.distributed), or None with a single process."
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size(group) == 1: return None
@@ -313,7 +313,7 @@ def delta_weights(
         return w, coefs
     return coefs.weights, coefs
 
-# %% ../nbs/10_verl.ipynb #47fa284d
+# %% ../nbs/10_verl.ipynb #ba3bf9a5
 DELTA_KEY = "delta_weights"  # (B, R) float32 λ̄ per response token in the actor-update batch
 
 def delta_ppo_loss(config, model_output, data, dp_group=None):
@@ -329,7 +329,7 @@ def delta_ppo_loss(config, model_output, data, dp_group=None):
     weighted.set("advantages", adv * w.to(adv.dtype))
     return ppo_loss(config, model_output, weighted, dp_group)
 
-# %% ../nbs/10_verl.ipynb #aae46e62
+# %% ../nbs/10_verl.ipynb #fd4a6b20
 class DeltaActorRolloutRefWorker(ActorRolloutRefWorker):
     """verl 0.9's `ActorRolloutRefWorker` with DelTA (and the paper's controls) from `actor_rollout_ref.delta`
     (`VerlDeltaConfig.from_config`). Raises `ValueError` at construction for a bad `delta` group, and at
@@ -402,7 +402,7 @@ def install() -> None:
     engine_workers.ActorRolloutRefWorker = DeltaActorRolloutRefWorker
     trainer_base.ActorRolloutRefWorker = DeltaActorRolloutRefWorker
 
-# %% ../nbs/10_verl.ipynb #d3650b82
+# %% ../nbs/10_verl.ipynb #9250746a
 def verl_micro_batch(
     prompt_ids: torch.Tensor,  # (B, P) int64, left-padded
     prompt_mask: torch.Tensor,  # (B, P) 0/1
@@ -448,5 +448,5 @@ def nested_log_probs(logps: torch.Tensor, micro_batch) -> torch.Tensor:
         parts.append(torch.cat([logps.new_zeros(p - 1), logps[i, :r], logps.new_zeros(1)]))
     return torch.nested.nested_tensor_from_jagged(torch.cat(parts), ids.offsets())
 
-# %% ../nbs/10_verl.ipynb #4e0869fa
+# %% ../nbs/10_verl.ipynb #6998b139
 install()  # on import: the verl.plugins entry point of this package imports this module in every verl process
