@@ -5,7 +5,7 @@
     python benchmarks/graders.py --batch 32 --adversarial-batch 32 --no-sandbox   # a quicker look
     python benchmarks/graders.py --sections degenerate,throughput                 # some tables only
 
-Four tables:
+Five tables:
 1. shapes: the extractors (`extract_boxed`, `extract_final_answer`, `extract_choice`) and the whole `grade_math` call
    on degenerate completions of paper length (20,480 tokens) at n and 2n characters; the ratio t(2n)/t(n) is about
    2 for a linear pass (it was about 4 before issue 11: 40,000 newlines took 22 s, 10,000 `\\boxed{` 15 s).
@@ -16,7 +16,11 @@ Four tables:
    on two adversarial batches of `--adversarial-batch` junk completions: the junk answers of table 2, and those and
    the shapes of table 1 in turn (its `sympy_blowup` still takes the whole timeout); graded completions per second,
    and what `math_reward` logged.
-4. sandbox: `run_tests_sandboxed` on a two-test program (bubblewrap start-up plus a round trip per call), on 1,000
+4. extraction: every extractor a completion reaches (`extract_code`, `extract_boxed`, `extract_final_answer`,
+   `extract_choice`) on degenerate completions of 0.25 and 1 MB (unclosed fences before newlines and dashes, walls
+   of fences and backticks, braces, unclosed boxes; issue 27): each well under 0.05 s (the old fence pattern took
+   7.4 s on 40,000 newlines, 16 s on 4,000 newlines and 400,000 dashes).
+5. sandbox: `run_tests_sandboxed` on a two-test program (bubblewrap start-up plus a round trip per call), on 1,000
    tests, and on replies built to stall the parent: a set of 70,000 integers sharing one hash value, and a reply
    over the size cap. Each must score 0 within the run's deadline.
 """
@@ -28,7 +32,19 @@ import statistics
 import time
 from pathlib import Path
 
-SECTIONS = ("shapes", "degenerate", "throughput", "sandbox")
+SECTIONS = ("shapes", "degenerate", "throughput", "extraction", "sandbox")
+EXTRACTION = {  # name: the completion for a size in characters (issue 27)
+    "fence_newlines": lambda n: "```python\n" + "\n" * (n - 10),
+    "fence_nl_dashes": lambda n: "```python\n" + "\n" * 4_000 + "-" * (n - 4_010),
+    "fence_wall": lambda n: "```\n" * (n // 4),
+    "backticks": lambda n: "`" * n,
+    "info_string": lambda n: "```" + "-" * (n - 4) + "\n",
+    "closed_blocks": lambda n: "```python\nx = 1\n```\n" * (n // 20),
+    "boxed_braces": lambda n: "\\boxed{" + "{}" * ((n - 7) // 2),
+    "boxed_open": lambda n: "\\boxed{" * (n // 7),
+    "answer_lines": lambda n: "Answer:\n" * (n // 8),
+    "newlines": lambda n: "\n" * n,
+}
 SHAPES = {  # name: (the completion for a size factor k, its size at k = 1 in paper terms)
     "newlines": (lambda k: "\n" * int(40_000 * k), "40,000 newlines"),
     "boxed_open": (lambda k: "\\boxed{" * int(10_000 * k), "10,000 unclosed \\boxed{"),
@@ -212,6 +228,21 @@ def main():
             logged = ", ".join(f"{k}={v:.3f}" for k, v in sorted(r["logged"].items()))
             print(f"{name:>12}: {r['n']} completions of {r['mean_chars']:,.0f} characters on average in {r['seconds']:.2f} s "
                   f"= {r['per_second']:.1f} per second (mean reward {r['mean_reward']:.3f}; logged {logged})")
+
+    if "extraction" in sections:
+        from delta_repro.rewards import extract_code
+        fns = dict(code=extract_code, boxed=extract_boxed, final=extract_final_answer, choice=extract_choice)
+        print("\nextraction on degenerate completions (median seconds; each should be well under 0.05 s)")
+        print(f"{'completion':>16} {'chars':>9} " + " ".join(f"{k:>8}" for k in fns))
+        out["extraction"] = []
+        for name, make in EXTRACTION.items():
+            for n in (250_000, 1_000_000):
+                text = make(n)
+                row = dict(completion=name, chars=len(text), **{k: _time(lambda: f(text), a.repeats) for k, f in fns.items()})
+                out["extraction"].append(row)
+                print(f"{name:>16} {len(text):>9,} " + " ".join(f"{row[k]:>8.4f}" for k in fns))
+        worst = max(out["extraction"], key=lambda r: max(r[k] for k in fns))
+        print(f"  slowest: {max(worst[k] for k in fns):.4f} s ({worst['completion']}, {worst['chars']:,} characters)")
 
     if "sandbox" in sections:
         from delta_repro.rewards import run_tests_sandboxed, sandbox_status

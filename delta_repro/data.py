@@ -157,13 +157,19 @@ def _io_tests(inputs, outputs) -> list[str]:
     "stdio test snippets: run the solution with `inp` on stdin and compare its stdout to `out` (whitespace-trimmed)."
     return [f"__check_io({json.dumps(str(i))}, {json.dumps(str(o))})" for i, o in zip(inputs, outputs)]
 
+def _linted(ds: Dataset) -> Dataset:
+    "`ds` less the problems whose tests cannot grade (`rewards.lint_code_problems`, issue 27), with a warning naming them."
+    from delta_repro.rewards import lint_code_problems
+    return lint_code_problems(ds)
+
 def load_humaneval_plus(source=None, template="base") -> Dataset:
     "HumanEval+, 164 problems (evalplus/humanevalplus, split test: task_id, prompt, test, entry_point)."
     raw = load_table(source or "evalplus/humanevalplus", None, "test")
     rows = [dict(prompt=make_prompt("Complete the following function.\n\n" + r["prompt"], CODE_INSTRUCTION, template),
                  question=r["prompt"], answer="", source="HumanEval+", problem_id=r["task_id"],
-                 tests=[r["test"] + f"\ncheck({r['entry_point']})"], test_mode="functional") for r in raw]
-    return _finish(rows, "HumanEval+")
+                 tests=[r["test"] + f"\ncheck({r['entry_point']})"], test_mode="functional",
+                 solution=r["prompt"] + r["canonical_solution"], entry_point=r["entry_point"]) for r in raw]
+    return _linted(_finish(rows, "HumanEval+"))
 
 def load_mbpp_plus(source=None, template="base") -> Dataset:
     "MBPP+, 378 problems (evalplus/mbppplus, split test: task_id, prompt, test_list)."
@@ -173,8 +179,9 @@ def load_mbpp_plus(source=None, template="base") -> Dataset:
         tests = list(r["test_list"])
         q = f"{r['prompt'].strip()}\nYour code should pass these tests:\n" + "\n".join(tests)
         rows.append(dict(prompt=make_prompt(q, CODE_INSTRUCTION, template), question=r["prompt"], answer="",
-                         source="MBPP+", problem_id=str(r["task_id"]), tests=tests, test_mode="functional"))
-    return _finish(rows, "MBPP+")
+                         source="MBPP+", problem_id=str(r["task_id"]), tests=tests, test_mode="functional",
+                         solution=r.get("code")))
+    return _linted(_finish(rows, "MBPP+"))
 
 def load_livecodebench(source=None, template="base") -> Dataset:
     "LiveCodeBench (livecodebench/code_generation_lite, split test; public stdin/stdout test cases)."
@@ -189,7 +196,7 @@ def load_livecodebench(source=None, template="base") -> Dataset:
                          problem_id=str(r["question_id"]), tests=_io_tests([c["input"] for c in cases],
                                                                              [c["output"] for c in cases]),
                          test_mode="stdio"))
-    return _finish(rows, "LiveCodeBench")
+    return _linted(_finish(rows, "LiveCodeBench"))
 
 def load_eurus2_code(source=None, template="base") -> Dataset:
     "Eurus-2-RL-Code training problems (PRIME-RL/Eurus-2-RL-Data rows with ability == 'code', stdio ground truth)."
@@ -205,7 +212,7 @@ def load_eurus2_code(source=None, template="base") -> Dataset:
         rows.append(dict(prompt=make_prompt(q, CODE_INSTRUCTION, template), question=q, answer="",
                          source="Eurus-2-RL-Code", problem_id=f"eurus2-{i}",
                          tests=_io_tests(gt["inputs"], gt["outputs"]), test_mode="stdio"))
-    return _finish(rows, "Eurus-2-RL-Code")
+    return _linted(_finish(rows, "Eurus-2-RL-Code"))
 
 # %% ../nbs/05_data.ipynb #65368d52
 _CHAIN = re.compile(r"(-?\d+)((?:\s*[+-]\s*\d+)+)\s*=\s*$")

@@ -400,7 +400,7 @@ def save_results(results: pd.DataFrame, path: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     try:
-        if path.suffix == ".csv": results.to_csv(tmp, index=False)
+        if path.suffix == ".csv": results.to_csv(tmp, index=False, lineterminator="\n")  # rows end in \n, only
         else: results.to_json(tmp, orient="records", indent=1, double_precision=15)  # pandas' default keeps 10 digits
         os.link(tmp, path)  # fails if another process created `path` meanwhile: never clobbers
     finally:
@@ -413,9 +413,11 @@ def load_results(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     text = {c: str for c in ("run_id", "method", "benchmark", "problem_id", "completion")}
     if path.suffix == ".csv":
-        df = pd.read_csv(path)  # numbers and booleans parsed as usual
+        # only \n ends a row: the csv writer quotes a field holding \n but not one holding a lone \r, which a
+        # completion may contain (a sampled carriage-return token) and which pandas would otherwise take for a row end
+        df = pd.read_csv(path, lineterminator="\n")  # numbers and booleans parsed as usual
         str_cols = [c for c in text if c in df.columns]
         if str_cols:  # text columns again, verbatim (no missing-value or number parsing)
-            df[str_cols] = pd.read_csv(path, usecols=str_cols, dtype=str, keep_default_na=False)[str_cols]
+            df[str_cols] = pd.read_csv(path, usecols=str_cols, dtype=str, keep_default_na=False, lineterminator="\n")[str_cols]
         return df
     return pd.read_json(path, orient="records", dtype=text)

@@ -6,11 +6,12 @@ figures, the claim checks, and the analyses drawn from a real rollout batch (Fig
 # %% auto #0
 __all__ = ['PAPER_METHODS', 'METRICS', 'CREDIT_COLUMNS', 'REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT',
            'PAPER_CLAIMS', 'TOKEN_CLASSES', 'paper_results', 'method_summary', 'artefact_eval_paths', 'run_scores',
-           'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_scores', 'warm_start_dir',
-           'gain_ci', 'warm_start_accuracy', 'learning_summary', 'training_logs', 'learning_curves', 'plot_dynamics',
-           'plot_learning', 'reward_summary', 'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks',
-           'compare_with_paper', 'table_report', 'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape',
-           'write_table', 'save_figure', 'claim', 'judge_claims', 'check_claims', 'step_size_notes', 'key_numbers',
+           'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
+           'problem_matrix', 'warm_start_dir', 'gain_ci', 'warm_start_accuracy', 'learning_summary', 'training_logs',
+           'learning_curves', 'plot_dynamics', 'plot_learning', 'reward_summary', 'credit_summary',
+           'step_size_confounds', 'credit_text', 'evidence_ranks', 'compare_with_paper', 'table_report',
+           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'write_table', 'save_figure', 'claim',
+           'judge_claims', 'paired_inputs', 'primary_claim', 'check_claims', 'step_size_notes', 'key_numbers',
            'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
            'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'token_classes', 'token_class_summary',
            'token_class_text']
@@ -29,7 +30,7 @@ import pandas as pd
 import torch
 
 from .evaluation import (detectable_effect, difference_ci, estimate_text, holm, load_results, mean_ci,
-                                    significance, smallest_p, summarize)
+                                    paired_difference, significance, smallest_p, summarize)
 
 # %% ../nbs/09_reporting.ipynb #1d0af2a0
 def paper_results() -> pd.DataFrame:
@@ -101,6 +102,8 @@ def run_scores(plan, artefact: str, runs_dir: str | Path, method: str, benchmark
 # %% ../nbs/09_reporting.ipynb #3348e52e
 METRICS = {
     "final": "held-out accuracy of the selected checkpoint (question-weighted avg@k over the report benchmarks, %)",
+    "last": "held-out accuracy of the last policy (step `steps`, no checkpoint selection; question-weighted avg@k "
+            "over the report benchmarks, %)",
     "auc": "area under the selection-set learning curve from the warm start (step 0) to the last step, divided "
            "by the steps: the mean accuracy over training (%)",
 }
@@ -141,27 +144,58 @@ def method_runs(plan, artefact: str, method: str) -> list[str]:
            if (r.method, r.backbone, r.task, r.steps) == (method, ref.backbone, ref.task, ref.steps)]
     return sorted(ids, key=lambda r: plan.runs[r].seed)
 
-def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "final",
-                benchmarks: list | None = None) -> dict[int, float]:
-    """{seed: score} of every evaluated run of `method` on the backbone and task of `artefact` (`method_runs`);
-    `metric` one of `METRICS` ("final": held-out accuracy, `benchmarks` defaulting to `report_benchmarks`, runs not
-    evaluated on all of them left out; "auc": learning-curve area, runs without a step-0 point left out). Raises
-    `ValueError` for an unknown artefact, method or metric."""
-    if metric not in METRICS: raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
+def _eval_file(metric: str) -> str:
+    "The evaluation file a metric reads: the last policy's (`eval_final.csv`) for \"last\", else the selected checkpoint's."
+    return "eval_final.csv" if metric == "last" else "eval.csv"
+
+def seed_problems(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "final",
+                  benchmarks: list | None = None) -> dict:
+    """{seed: per-problem accuracy} of every evaluated run of `method` on the backbone and task of `artefact`
+    (`method_runs`), for `metric` "final" (the selected checkpoint, `eval.csv`) or "last" (the last policy,
+    `eval_final.csv`): each a `pandas.Series` (%, the primary reading: the right answer in any form where the results
+    have it) indexed by (benchmark, problem_id) over `benchmarks` (default `report_benchmarks`); runs not evaluated on
+    all of them are left out. The mean of a series is the run's question-weighted accuracy. Raises `ValueError` for
+    another metric, or an unknown artefact or method."""
+    if metric not in ("final", "last"): raise ValueError(f"metric must be 'final' or 'last', got {metric!r}")
     ids = method_runs(plan, artefact, method)
     bench = benchmarks or report_benchmarks(plan, plan.runs[ids[0]].task)
     out = {}
     for rid in ids:
+        p = Path(runs_dir) / rid / _eval_file(metric)
+        if not p.exists(): continue
+        s = _problem_series(p, bench)
+        if set(s.index.get_level_values(0)) == set(bench): out[plan.runs[rid].seed] = s
+    return out
+
+def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "final",
+                benchmarks: list | None = None) -> dict[int, float]:
+    """{seed: score} of every evaluated run of `method` on the backbone and task of `artefact` (`method_runs`);
+    `metric` one of `METRICS` ("final": held-out accuracy of the selected checkpoint, "last": of the last policy, both
+    the primary reading over `benchmarks` defaulting to `report_benchmarks`, runs not evaluated on all of them left
+    out (`seed_problems`); "auc": learning-curve area, runs without a step-0 point left out). Raises `ValueError` for
+    an unknown artefact, method or metric."""
+    if metric not in METRICS: raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
+    if metric in ("final", "last"):
+        return {s: float(v.mean()) for s, v in seed_problems(plan, artefact, runs_dir, method, metric, benchmarks).items()}
+    out = {}
+    for rid in method_runs(plan, artefact, method):
         d = Path(runs_dir) / rid
         if not (d / "eval.csv").exists(): continue
-        if metric == "final":
-            df = load_results(d / "eval.csv")
-            df = df[df["benchmark"].isin(bench)]
-            if set(df["benchmark"]) == set(bench): out[plan.runs[rid].seed] = float(summarize(df).loc["Avg.", "accuracy"])
-        else:
-            auc = curve_auc(learning_curve(d))
-            if auc is not None: out[plan.runs[rid].seed] = auc
+        auc = curve_auc(learning_curve(d))
+        if auc is not None: out[plan.runs[rid].seed] = auc
     return out
+
+def problem_matrix(series: list) -> np.ndarray:
+    """(S, P) float array of S per-problem accuracy series (`seed_problems`' values, or a warm start's) on the same P
+    problems, aligned by (benchmark, problem_id). Raises `ValueError` when the series do not hold the same problems
+    (runs scored on different problem sets cannot be paired) or when there are none."""
+    if not series: raise ValueError("series must hold at least one run")
+    idx = series[0].index
+    for s in series[1:]:
+        if len(s.index) != len(idx) or not s.index.sort_values().equals(idx.sort_values()):
+            raise ValueError("series: the runs were not scored on the same problems; they cannot be paired")
+    idx = idx.sort_values()
+    return np.stack([s.reindex(idx).to_numpy(float) for s in series])
 
 
 # %% ../nbs/09_reporting.ipynb #6342250f
@@ -173,26 +207,29 @@ def _problem_means(path, bench, metric: str = "primary") -> np.ndarray:
     """Per-problem accuracy (%) over the samples, pooled over `bench`: their mean is the question-weighted Avg.
     `metric`: "primary" (the right answer in any form, column `lenient`, where the results have it; else the strict
     verifier), "strict" (column `correct`) or "unparseable" (share of answers the verifier cannot read)."""
+    return _problem_series(path, bench, metric).to_numpy(float)
+
+def _problem_series(path, bench, metric: str = "primary") -> pd.Series:
+    "`_problem_means` as a Series indexed by (benchmark, problem_id), sorted: the key that pairs runs problem by problem."
     df = load_results(path)
     df = df[df["benchmark"].isin(bench)]
     if metric == "unparseable": col = df.assign(u=~df["parseable"].astype(bool))["u"] if "parseable" in df else None
     else: col = df["lenient"] if metric == "primary" and "lenient" in df else df["correct"]
-    if col is None: return np.array([])
-    return 100 * col.astype(float).groupby([df["benchmark"], df["problem_id"]]).mean().to_numpy(float)
+    if col is None: return pd.Series(dtype=float)
+    return 100 * col.astype(float).groupby([df["benchmark"], df["problem_id"].astype(str)]).mean().sort_index()
 
-def gain_ci(after, warm_problems, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0):
-    """(gain, low, high) in points: mean of `after` (one accuracy per training seed) minus the warm start's accuracy
-    (the mean of `warm_problems`, its per-problem accuracies), with a percentile bootstrap that resamples both the
-    seeds and the warm start's problems, so the warm start's own evaluation noise is inside the interval. Below 3 seeds
-    the interval is (nan, nan): two values make no interval. Raises `ValueError` on an empty input."""
-    a, w = np.asarray(after, float), np.asarray(warm_problems, float)
-    if a.size == 0 or w.size == 0: raise ValueError("after and warm_problems must be non-empty")
-    g = float(a.mean() - w.mean())
-    if a.size < 3: return g, float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    boots = a[rng.integers(0, a.size, (n_resamples, a.size))].mean(1) - w[rng.integers(0, w.size, (n_resamples, w.size))].mean(1)
-    lo, hi = np.quantile(boots, [(1 - confidence) / 2, (1 + confidence) / 2])
-    return g, float(lo), float(hi)
+def gain_ci(after, warm, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> dict:
+    """What RL added: the runs `after` (S, P; per-problem accuracy %, one row per training seed) over the warm start
+    `warm` (P,) on the same P problems, by `evaluation.paired_difference`: one problem draw for the warm start and
+    every seed alike, and the seeds resampled, so the warm start's evaluation noise is inside the interval while the
+    problems' difficulty, shared by both, cancels. Returns paired_difference's dict (effect = gain in points, low,
+    high, p_wilcoxon one-sided "greater"); below 3 seeds low and high are NaN (the seeds' spread cannot be
+    estimated from two). Raises `ValueError` as paired_difference."""
+    after, warm = np.atleast_2d(np.asarray(after, float)), np.asarray(warm, float)
+    r = paired_difference(after, warm[None, :] if warm.ndim == 1 else warm, "greater",
+                          confidence=confidence, n_resamples=n_resamples, seed=seed)
+    if after.shape[0] < 3: r.update(low=float("nan"), high=float("nan"))
+    return r
 
 def warm_start_accuracy(plan, runs_dir: str | Path, backbone: str, task: str, benchmarks: list | None = None):
     """(accuracy, low, high) in percent of a backbone's evaluated warm start on `benchmarks` (default
@@ -202,18 +239,21 @@ def warm_start_accuracy(plan, runs_dir: str | Path, backbone: str, task: str, be
     per_problem = _problem_means(path, benchmarks or report_benchmarks(plan, task))
     return mean_ci(per_problem) if per_problem.size else None
 
-def learning_summary(plan, runs_dir: str | Path) -> pd.DataFrame:
+def learning_summary(plan, runs_dir: str | Path, metric: str = "last") -> pd.DataFrame:
     """Did RL learn? One row per (backbone, task, method) with evaluated runs: training seeds, held-out accuracy
     (%, report benchmarks, i.e. the evaluation sets, not the selection set; the primary metric: the right answer in
     any form, `evaluation.answer_correct`, where the results have it) of the warm start with its 95 % bootstrap
-    interval over problems, after RL (mean over seeds, 95 % bootstrap interval over seeds from 3 seeds up), the gain
-    after − warm start (`gain_ci`: the interval resamples seeds and the warm start's problems, so the warm start's own
-    evaluation noise is inside it); beside them the strict verifier's accuracy and gain and the share of unparseable
-    answers, before and after RL,
+    interval over problems, after RL (`metric` "last": the last policy, the primary reading; "final": the selected
+    checkpoint; mean over seeds, 95 % bootstrap interval over seeds from 3 seeds up), and the gain after − warm start
+    with its paired interval (`gain_ci`: problems drawn jointly for the warm start and every seed, seeds resampled)
+    and the per-problem Wilcoxon p as a second reading (`gain p (Wilcoxon)`); beside them the strict verifier's
+    accuracy and gain and the share of unparseable answers, before and after RL,
     `gain shown` (the gain with its interval, or with each seed's gain below 3 seeds: two values make no interval),
-    `seed values` (after RL, one per seed), `learns` ("yes" when the gain's interval excludes 0 from above, "no"
+    `seed values` (after RL, one per seed), `learns` ("yes" when the paired interval excludes 0 from above, "no"
     when it does not, "no interval (2 seeds)", "one seed", or "no warm start") and `below warm start`: the seeds
-    whose accuracy fell below the warm start's interval (a collapsed or degraded run)."""
+    whose accuracy fell below the warm start's interval (a collapsed or degraded run). Raises `ValueError` for
+    another metric, or runs and warm start scored on different problems."""
+    if metric not in ("last", "final"): raise ValueError(f"metric must be 'last' or 'final', got {metric!r}")
     groups = {}
     for rid, r in plan.runs.items(): groups.setdefault((r.backbone, r.task, r.method), []).append(rid)
     rows = []
@@ -221,34 +261,41 @@ def learning_summary(plan, runs_dir: str | Path) -> pd.DataFrame:
         bench = report_benchmarks(plan, task)
         after, strict, unparse = {}, {}, {}
         for rid in ids:
-            p = Path(runs_dir) / rid / "eval.csv"
+            p = Path(runs_dir) / rid / _eval_file(metric)
             if not p.exists(): continue
-            after[plan.runs[rid].seed] = float(np.mean(_problem_means(p, bench)))
+            s = _problem_series(p, bench)
+            if set(s.index.get_level_values(0)) != set(bench): continue
+            after[plan.runs[rid].seed] = s
             strict[plan.runs[rid].seed] = float(np.mean(_problem_means(p, bench, "strict")))
             u = _problem_means(p, bench, "unparseable")
             if u.size: unparse[plan.runs[rid].seed] = float(np.mean(u))
         if not after: continue
+        means = {sd: float(v.mean()) for sd, v in after.items()}
         ws_path = warm_start_dir(runs_dir, bb, task) / "eval.csv"
-        ws_problems = _problem_means(ws_path, bench) if ws_path.exists() else np.array([])
         ws = warm_start_accuracy(plan, runs_dir, bb, task, bench)
         w, wlo, whi = ws or (np.nan, np.nan, np.nan)
-        m, lo, hi = mean_ci(list(after.values()))
-        gains = [a - w for a in after.values()] if ws else []
-        g, glo, ghi = gain_ci(list(after.values()), ws_problems) if ws and ws_problems.size else (np.nan, np.nan, np.nan)
+        m, lo, hi = mean_ci(list(means.values()))
+        gains = [a - w for a in means.values()] if ws else []
+        g = dict(effect=np.nan, low=np.nan, high=np.nan, p_wilcoxon=np.nan)
+        if ws:
+            mat = problem_matrix(list(after.values()) + [_problem_series(ws_path, bench)])
+            g = gain_ci(mat[:-1], mat[-1])
         ws_strict = float(np.mean(_problem_means(ws_path, bench, "strict"))) if ws else np.nan
         ws_unp = _problem_means(ws_path, bench, "unparseable") if ws else np.array([])
         learns = ("no warm start" if not ws else "one seed" if len(after) == 1 else
-                  f"no interval ({len(after)} seeds)" if not np.isfinite(glo) else "yes" if glo > 0 else "no")
-        below = [s for s, a in after.items() if ws and a < wlo]
-        rows.append({"backbone": bb, "task": task, "method": method, "seeds": len(after), "warm start": w,
+                  f"no interval ({len(after)} seeds)" if not np.isfinite(g["low"]) else "yes" if g["low"] > 0 else "no")
+        below = [s for s, a in means.items() if ws and a < wlo]
+        rows.append({"backbone": bb, "task": task, "method": method, "checkpoint": "last policy" if metric == "last" else "selected",
+                     "seeds": len(after), "warm start": w,
                      "warm start low": wlo, "warm start high": whi, "after RL": m, "after RL low": lo,
-                     "after RL high": hi, "gain": g, "gain low": glo, "gain high": ghi,
+                     "after RL high": hi, "gain": g["effect"], "gain low": g["low"], "gain high": g["high"],
+                     "gain p (Wilcoxon)": g["p_wilcoxon"],
                      "warm start (strict)": ws_strict, "after RL (strict)": float(np.mean(list(strict.values()))),
                      "gain (strict)": float(np.mean(list(strict.values()))) - ws_strict,
                      "unparseable % (warm start)": float(np.mean(ws_unp)) if ws_unp.size else np.nan,
                      "unparseable % (after RL)": float(np.mean(list(unparse.values()))) if unparse else np.nan,
                      "gain shown": estimate_text(gains, 1) if gains else "—", "learns": learns,
-                     "seed values": ", ".join(f"{a:.2f}" for a in after.values()),
+                     "seed values": ", ".join(f"{a:.2f}" for a in means.values()),
                      "below warm start": ", ".join(f"s{s}" for s in below) or "none"})
     return pd.DataFrame(rows).set_index(["backbone", "task", "method"]) if rows else pd.DataFrame()
 
@@ -773,7 +820,7 @@ def _judge(row: dict, alpha: float) -> dict:
     return dict(verdict=verdict, note="; ".join(notes))
 
 def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.05, power: float = 0.8,
-          unit: str = "seeds") -> dict:
+          unit: str = "seeds", a_problems=None, b_problems=None, paired_seeds: bool = False) -> dict:
     """Test one claim between two score lists (e.g. one score per training seed) and report it with its uncertainty.
 
     relation ">": one-sided Mann–Whitney that `a` exceeds `b`, verdict "supported" (p < alpha) or "not supported";
@@ -783,17 +830,36 @@ def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.0
     uncorrected `alpha`). Two more verdicts: "contradicted at this scale" when the effect's 95 % interval excludes 0
     against the claim (and the test does not reject), and "not testable with <n_a> vs <n_b> <unit>" when even complete
     separation could not give p < alpha (`smallest_p`). The claim alone is a family of one; `judge_claims` corrects
-    many claims together (Holm). Returns claim, relation, verdict, effect (mean a − mean b) with its 95 % bootstrap
-    interval (ci_low, ci_high), p (permutation Mann–Whitney), p_holm (= p here), p_min (the design's smallest p),
+    many claims together (Holm).
+
+    With `a_problems` and `b_problems` ((S_a, P) and (S_b, P) per-problem accuracies of the same runs, rows in the
+    order of the scores, on the same problems) the interval is paired by problem (`evaluation.paired_difference`:
+    one problem draw for every run of both sides, seeds resampled, jointly when `paired_seeds`), `interval` says
+    "paired by problem", and `p_problems` is the per-problem Wilcoxon p, a second reading that ignores the seeds'
+    spread; without them the interval resamples the two sides' scores independently (`difference_ci`).
+
+    Returns claim, relation, verdict, effect (mean a − mean b) with its 95 % interval (ci_low, ci_high), interval,
+    p (permutation Mann–Whitney over the scores), p_holm (= p here), p_problems, p_min (the design's smallest p),
     p_reach (the smallest adjusted p the design can reach: p_min here), detectable, mean_a, mean_b, values_a and
     values_b (`estimate_text`: an interval from 3 scores, else the values), n_a, n_b, design and note. Raises
-    `ValueError` for another relation or fewer than 2 scores per side."""
+    `ValueError` for another relation, fewer than 2 scores per side, or problem arrays that do not match the scores."""
     if relation not in _TESTS: raise ValueError(f"relation must be '>', '>=' or '≈', got {relation!r}")
     alternative = _TESTS[relation][0]
     s = significance(a_scores, b_scores, alternative)
-    effect, lo, hi = difference_ci(a_scores, b_scores)
+    if (a_problems is None) != (b_problems is None): raise ValueError("a_problems and b_problems go together")
+    if a_problems is not None:
+        a_problems, b_problems = np.asarray(a_problems, float), np.asarray(b_problems, float)
+        if a_problems.shape[0] != len(a_scores) or b_problems.shape[0] != len(b_scores):
+            raise ValueError(f"a_problems/b_problems: one row per score, got {a_problems.shape[0]} and {b_problems.shape[0]} "
+                             f"rows for {len(a_scores)} and {len(b_scores)} scores")
+        pd_ = paired_difference(a_problems, b_problems, alternative, paired_seeds=paired_seeds)
+        effect, lo, hi, p_problems = pd_["effect"], pd_["low"], pd_["high"], pd_["p_wilcoxon"]
+        interval = "paired by problem" + (" and seed" if paired_seeds else "") + f" ({pd_['problems']} problems)"
+    else:
+        (effect, lo, hi), p_problems, interval = difference_ci(a_scores, b_scores), float("nan"), f"over {unit}"
     p_min = smallest_p(s["n_a"], s["n_b"], alternative)
-    row = dict(claim=name, relation=relation, verdict="", effect=effect, ci_low=lo, ci_high=hi, p=s["p"], p_holm=s["p"],
+    row = dict(claim=name, relation=relation, verdict="", effect=effect, ci_low=lo, ci_high=hi, interval=interval,
+               p=s["p"], p_holm=s["p"], p_problems=p_problems,
                p_min=p_min, p_reach=p_min, detectable=detectable_effect(a_scores, b_scores, alpha, power, alternative),
                mean_a=float(np.mean(a_scores)), mean_b=float(np.mean(b_scores)),
                values_a=estimate_text(a_scores, unit=unit), values_b=estimate_text(b_scores, unit=unit),
@@ -835,6 +901,59 @@ PAPER_CLAIMS = (  # (claim, (artefact, method) of side a, (artefact, method) of 
     ("DAPO > Bottom-50%", ("appK_significance", "DAPO"), ("fig3_4_token_selection", "Bottom-50%"), ">"),
 )
 
+def paired_inputs(plan, runs_dir: str | Path, metric: str, side_a: tuple, side_b: tuple,
+                  benchmarks: list | None = None) -> dict:
+    """The per-problem arrays that pair a claim's two sides (`claim`'s a_problems, b_problems, paired_seeds), for
+    `metric` "final" or "last" and sides (artefact, method): every evaluated seed of each side (`seed_problems`), rows
+    in seed order, aligned on the same problems; `paired_seeds` when both sides have the same seeds (seed s of two
+    methods shares its warm start, its data order and its evaluation sampling). {} when the metric has no
+    per-problem scores ("auc") or the sides were not scored on the same problems (then the interval is unpaired)."""
+    if metric not in ("final", "last"): return {}
+    pa = seed_problems(plan, side_a[0], runs_dir, side_a[1], metric, benchmarks)
+    pb = seed_problems(plan, side_b[0], runs_dir, side_b[1], metric, benchmarks)
+    if not pa or not pb: return {}
+    try: mat = problem_matrix(list(pa.values()) + list(pb.values()))
+    except ValueError: return {}
+    return dict(a_problems=mat[:len(pa)], b_problems=mat[len(pa):], paired_seeds=list(pa) == list(pb))
+
+def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
+    """The plan's primary claim, tested alone (a family of one, no correction): `primary_claim` in the plan YAML, fixed
+    before its runs were read — `claim` (the name), `artefact`, methods `a` and `b`, `relation`, `checkpoint` ("final":
+    the last policy, `eval_final.csv`, metric "last"; "selected": the selected checkpoint, metric "final"), the
+    reported `benchmarks` and `alpha`. Over training seeds with `claim`'s paired interval (`paired_inputs`) and the
+    per-problem Wilcoxon p beside it. One row indexed by claim with `family` "primary", `metric`, `benchmarks` and
+    `evidence`; verdict "runs missing" below 2 evaluated seeds a side; an empty DataFrame for a plan without one.
+    Raises `ValueError` for a malformed entry (naming the key)."""
+    spec = plan.raw.get("primary_claim")
+    if not spec: return pd.DataFrame()
+    need = {"claim", "artefact", "a", "b"}
+    if not isinstance(spec, dict) or not need <= set(spec):
+        raise ValueError(f"primary_claim: needs {sorted(need)}, got {spec!r}")
+    art, rel, alpha = spec["artefact"], spec.get("relation", ">"), float(spec.get("alpha", 0.05))
+    checkpoint = spec.get("checkpoint", "final")
+    if checkpoint not in ("final", "selected"): raise ValueError(f"primary_claim.checkpoint must be 'final' or 'selected', got {checkpoint!r}")
+    metric = "last" if checkpoint == "final" else "final"
+    if art not in plan.artefact_runs: raise ValueError(f"primary_claim.artefact: {art!r} is not in the plan")
+    task = plan.runs[plan.artefact_runs[art][0]].task
+    bench = list(spec.get("benchmarks") or report_benchmarks(plan, task))
+    bad = [b for b in bench if b not in report_benchmarks(plan, task)]
+    if bad: raise ValueError(f"primary_claim.benchmarks: {bad} are not reported sets of task {task!r} (a selection set never is)")
+    a = seed_scores(plan, art, runs_dir, spec["a"], metric, bench)
+    b = seed_scores(plan, art, runs_dir, spec["b"], metric, bench)
+    base = dict(claim=spec["claim"], family="primary", metric=metric, benchmarks=", ".join(bench), method_a=spec["a"],
+                method_b=spec["b"], relation=rel)
+    if min(len(a), len(b)) < 2:
+        row = {**base, "verdict": "runs missing", "evidence": f"{len(a)} vs {len(b)} evaluated seeds"}
+    else:
+        kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
+        row = {**claim(spec["claim"], list(a.values()), list(b.values()), rel, alpha, **kw), **base,
+               "evidence": f"{len(a)} vs {len(b)} training seeds, " + ("the last policy (no checkpoint selection)"
+                                                                         if checkpoint == "final" else "the selected checkpoint")}
+    out = pd.DataFrame([row]).set_index("claim")
+    for col in ("n_a", "n_b"):
+        if col in out: out[col] = out[col].astype("Int64")
+    return out
+
 def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER_CLAIMS, alpha: float = 0.05,
                  repeats: int = 4, by: str = "auto") -> pd.DataFrame:
     """Every claim of `claims` tested on the plan's runs with `claim`: over training seeds when both sides have at
@@ -853,7 +972,9 @@ def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER
             a = seed_scores(plan, art_a, runs_dir, m_a, metric)
             b = seed_scores(plan, art_b, runs_dir, m_b, metric)
             if by == "auto" and min(len(a), len(b)) >= 2:
-                row = {**claim(name, list(a.values()), list(b.values()), rel, alpha), "evidence": f"{len(a)} vs {len(b)} training seeds"}
+                kw = paired_inputs(plan, runs_dir, metric, (art_a, m_a), (art_b, m_b))
+                row = {**claim(name, list(a.values()), list(b.values()), rel, alpha, **kw),
+                       "evidence": f"{len(a)} vs {len(b)} training seeds"}
             elif metric == "final" and 0 in a and 0 in b:
                 a = run_scores(plan, art_a, runs_dir, m_a, report_benchmarks(plan, plan.artefact(art_a)["task"]), repeats, by="repeats", seed=0)
                 b = run_scores(plan, art_b, runs_dir, m_b, report_benchmarks(plan, plan.artefact(art_b)["task"]), repeats, by="repeats", seed=0)
@@ -899,9 +1020,17 @@ def key_numbers(figures_dir: str | Path) -> str:
         out.append("learning.csv: not written yet")
     if (fig / "claims.csv").exists():
         c = pd.read_csv(fig / "claims.csv")
+        prim = c[c["family"] == "primary"] if "family" in c else c.iloc[:0]
+        for _, r in prim.iterrows():
+            out.append(f"PRIMARY CLAIM (fixed before the runs; {r.get('evidence', '')}): {r['claim']}: {r['verdict']}"
+                       + ("" if r["verdict"] == "runs missing" else
+                          f"; effect {f(r['effect'], 2)} points [{f(r['ci_low'], 2)}, {f(r['ci_high'], 2)}] ({r.get('interval', '')}), "
+                          f"p = {f(r['p'], 4)} (seeds), per-problem Wilcoxon p = {f(r.get('p_problems', np.nan), 4)}, "
+                          "detectable " + ("none (p < alpha is out of reach of this design)" if r["detectable"] == np.inf
+                                           else f"{f(r['detectable'], 2)} points")))
         c = c[c["metric"] == "final"] if "metric" in c else c
         out.append("the paper's claims (held-out accuracy; effect in points [95 % CI], p raw and Holm-adjusted over the "
-                   "profile's claims, smallest detectable effect):")
+                   "profile's secondary claims, smallest detectable effect):")
         for _, r in c.iterrows():
             if r["verdict"] in ("runs missing", "not in the plan"):
                 out.append(f"  {r['claim']}: {r['verdict']}")

@@ -5,11 +5,14 @@ nothing, and replies bounded before anything is built from them (paper Table 10,
 
 # %% auto #0
 __all__ = ['ISOLATION_ENV', 'BWRAP_ENV', 'MAX_REPLY_VALUES', 'MAX_REPLY_DEPTH', 'MAX_REPLY_HASH_WORK', 'MAX_COLLISION_PROBES',
-           'SandboxUnavailable', 'sandbox_status', 'CandidateError', 'SandboxResult', 'run_tests_sandboxed']
+           'SANDBOX_UIDS', 'SandboxUnavailable', 'sandbox_status', 'CandidateError', 'SandboxResult',
+           'run_tests_sandboxed']
 
 # %% ../nbs/04b_sandbox.ipynb #5a7d1c22
 import builtins
 import ast
+import contextlib
+import fcntl
 import functools
 import importlib
 import json
@@ -24,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 import warnings
 from itertools import zip_longest
 
@@ -51,12 +55,12 @@ def _bwrap_features(bwrap: str) -> frozenset:
 def _bwrap_argv(bwrap: str, python: str, disk_mb: int) -> list[str]:
     """bwrap's command line: new pid, network, ipc, uts (and cgroup) namespaces; a read-only view of /usr and the
     interpreter only; a fresh size-limited /tmp as the only writable place; the sandbox dies with its parent.
-    As root no user namespace is needed and the harness drops to uid 65534 (nobody) (so RLIMIT_NPROC binds: the kernel exempts
-    uid 0 from it); otherwise a user namespace (unprivileged user namespaces must be enabled)."""
+    As root no user namespace is needed and the harness drops to the run's own uid (`SANDBOX_UIDS`: RLIMIT_NPROC then binds,
+    which the kernel does not for uid 0, and counts this sandbox only); otherwise a user namespace (unprivileged user namespaces must be enabled)."""
     feats = _bwrap_features(bwrap)
     a = [bwrap, "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
          "--unshare-uts", "--unshare-cgroup-try", "--cap-drop", "ALL"]
-    if os.geteuid() == 0: a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for the drop to uid 65534
+    if os.geteuid() == 0: a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]  # for the drop to the run's own uid
     else: a += ["--unshare-user"] + (["--disable-userns"] if "--disable-userns" in feats else [])
     a += ["--ro-bind", "/usr", "/usr"]
     for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):  # merged-/usr links, or real directories
@@ -67,7 +71,7 @@ def _bwrap_argv(bwrap: str, python: str, disk_mb: int) -> list[str]:
                      os.path.dirname(os.path.dirname(python))}):
         if p == "/" or (p + "/").startswith("/usr/"): continue
         parts = p.strip("/").split("/")
-        for k in range(1, len(parts)):  # its parents, traversable (bwrap would copy /root's 0700 to the uid-65534 run)
+        for k in range(1, len(parts)):  # its parents, traversable (bwrap would copy /root's 0700 to the sandbox's uid)
             d = "/" + "/".join(parts[:k])
             if d in made: continue
             made.add(d)
@@ -107,7 +111,7 @@ def sandbox_status() -> tuple[bool, str]:
     with _PROBE_LOCK: why = _probe(bwrap, _python())
     if why: return False, (why + " (as a non-root user bwrap needs unprivileged user namespaces: sysctl "
                                  "kernel.unprivileged_userns_clone=1, or the AppArmor bwrap profile on Ubuntu 24.04)")
-    return True, f"bubblewrap ({bwrap}){' as root, candidate as uid 65534' if os.geteuid() == 0 else ''}"
+    return True, f"bubblewrap ({bwrap}){' as root, each candidate as a uid of its own' if os.geteuid() == 0 else ''}"
 
 _WARNED = set()
 
@@ -132,16 +136,18 @@ def _isolation(isolation: str | None) -> str | None:
 # %% ../nbs/04b_sandbox.ipynb #38f6bfd8
 # The program that runs inside the sandbox. It holds no secret and decides nothing: in functional mode it loads the
 # candidate, then answers call requests (names/objects and plain-value arguments in, a plain value or the name of the
-# exception raised out); in stdio mode it just runs the program. Everything it says is treated as hostile.
+# exception raised out); in stdio mode it runs the program once per test, in a forked child whose stdin is a pipe
+# it fills and whose stdout it relays. Everything it says is treated as hostile.
 _HARNESS = r'''
 import os, sys, resource
 def _setup():
-    mode, code_fd, drop = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+    mode, code_fd, uid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     cpu_s, mem_mb, fsize_mb, nproc = map(int, sys.argv[4:8])
     with open(code_fd, "rb") as f:
         code = f.read().decode("utf-8", "replace")
-    if drop:  # bwrap as root (no user namespace): become nobody, so RLIMIT_NPROC binds and no file is ours
-        os.setgroups([]); os.setresgid(65534, 65534, 65534); os.setresuid(65534, 65534, 65534)
+    if uid:  # bwrap as root (no user namespace): become this run's own uid, so RLIMIT_NPROC binds (the kernel
+        # exempts root) and counts this sandbox's processes only, and no file is ours
+        os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
     for what, n in ((resource.RLIMIT_CPU, cpu_s), (resource.RLIMIT_AS, mem_mb << 20), (resource.RLIMIT_FSIZE, fsize_mb << 20),
                     (resource.RLIMIT_NPROC, nproc), (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(what, (n, n))
@@ -153,8 +159,66 @@ def _stdio(code):
         pass
     sys.stdout.flush()
     os._exit(0)
+def _stdio_one(code, data, cap, keep):
+    "(exit status, stdout) of one run of the program on `data`; status -1: it could not start or wrote over `cap`."
+    import select, signal
+    ir, iw = os.pipe()
+    orr, ow = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:  # the program's own processes hold the process limit
+        for fd in (ir, iw, orr, ow): os.close(fd)
+        return -1, b""
+    if pid == 0:  # the child: stdin the read end of a pipe (read-only), stdout a pipe, the protocol closed
+        try:
+            os.setpgid(0, 0)
+            os.dup2(ir, 0); os.dup2(ow, 1)
+            for fd in (ir, iw, orr, ow, *keep): os.close(fd)
+            _stdio(code)
+        finally:
+            os._exit(1)
+    os.close(ir); os.close(ow)
+    out, view, over = bytearray(), memoryview(data), False
+    os.set_blocking(iw, False)
+    p = select.poll()
+    p.register(orr, select.POLLIN)
+    if view: p.register(iw, select.POLLOUT)
+    else: os.close(iw); iw = -1
+    while True:
+        for fd, ev in p.poll():
+            if fd == iw:
+                try: view = view[os.write(iw, view[:1 << 16]):]
+                except BlockingIOError: continue
+                except OSError: view = view[:0]  # the program closed its stdin
+                if not view:
+                    p.unregister(iw); os.close(iw); iw = -1
+            else:
+                chunk = os.read(orr, 1 << 16)
+                if not chunk: break
+                out += chunk
+                if len(out) > cap:
+                    over = True
+                    break
+        else:
+            continue
+        break
+    if iw >= 0: os.close(iw)
+    os.close(orr)
+    try: os.killpg(pid, signal.SIGKILL)  # what it left running in its group dies with it
+    except OSError: pass
+    _, status = os.waitpid(pid, 0)
+    if over: return -1, b""
+    return (os.waitstatus_to_exitcode(status), bytes(out))
+def _stdio_serve(code, req_fd, rep_fd, cap):
+    import json
+    rin, rout = os.fdopen(req_fd, "rb"), os.fdopen(rep_fd, "wb")
+    for line in rin:
+        rc, out = _stdio_one(code, json.loads(line)["stdin"].encode(), cap, (req_fd, rep_fd))
+        rout.write(b"%d %d\n" % (rc, len(out)) + out)
+        rout.flush()
 def _functional(code, req_fd, rep_fd):
     import json
+    from collections import deque
     rin, rout = os.fdopen(req_fd, "rb"), os.fdopen(rep_fd, "wb")
     def send(obj):
         rout.write(json.dumps(obj).encode() + b"\n")
@@ -167,17 +231,23 @@ def _functional(code, req_fd, rep_fd):
         return
     send({"loaded": True})
     objs = []
+    class Undefined(Exception):
+        pass
     def ref(x):
         objs.append(x)
         return {"ref": len(objs) - 1}
     def enc(x, depth=0):
-        t = type(x)  # exact types: a subclass (with its own __eq__, say) stays an object here
+        t = type(x)  # scalars by exact type: a subclass of int, str... stays an object here
         if t is int and x.bit_length() > 9000: return {"int": hex(x)}  # past int<->str's digit limit; hex has none
         if x is None or t in (bool, int, float, str): return x
         if depth >= @MAX_DEPTH@: return ref(x)  # deeper than the parent reads: stays here
-        if t is list: return [enc(v, depth + 1) for v in x]
-        if t in (tuple, set, frozenset): return {t.__name__: [enc(v, depth + 1) for v in x]}
-        if t is dict: return {"dict": [[enc(k, depth + 1), enc(v, depth + 1)] for k, v in x.items()]}
+        # containers by what they hold: Counter, defaultdict and OrderedDict cross as dicts, a namedtuple as a
+        # tuple, a deque as a list (the parent compares plain values, so no subclass's __eq__ ever decides)
+        if isinstance(x, (list, deque)): return [enc(v, depth + 1) for v in x]
+        if isinstance(x, (tuple, set, frozenset)):
+            tag = "tuple" if isinstance(x, tuple) else "frozenset" if isinstance(x, frozenset) else "set"
+            return {tag: [enc(v, depth + 1) for v in x]}
+        if isinstance(x, dict): return {"dict": [[enc(k, depth + 1), enc(v, depth + 1)] for k, v in x.items()]}
         if t is bytes: return {"bytes": x.hex()}
         if t is complex: return {"complex": [x.real, x.imag]}
         return ref(x)
@@ -193,6 +263,7 @@ def _functional(code, req_fd, rep_fd):
         if tag == "complex": return complex(*v)
         return {"tuple": tuple, "set": set, "frozenset": frozenset}[tag](dec(w) for w in v)
     def resolve(path):
+        if path[0] == "name" and path[1] not in ns: raise Undefined(path[1])
         obj = ns[path[1]] if path[0] == "name" else objs[path[1]]
         for a in path[2:]:
             obj = getattr(obj, a)
@@ -209,17 +280,20 @@ def _functional(code, req_fd, rep_fd):
             else:
                 out = enc(fn(*dec(req["args"]), **{k: dec(v) for k, v in req["kwargs"].items()}))
             reply = json.dumps({"value": out})
+        except Undefined as e:
+            reply = json.dumps({"undefined": str(e)})
         except BaseException as e:
             reply = json.dumps({"raised": type(e).__name__})
         rout.write(reply.encode() + b"\n")
         rout.flush()
 mode, code = _setup()
 if mode == "stdio":
-    _stdio(code)
+    _stdio_serve(code, int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10]))
 else:
     _functional(code, int(sys.argv[8]), int(sys.argv[9]))
-    os._exit(0)
+os._exit(0)
 '''
+
 
 # %% ../nbs/04b_sandbox.ipynb #9a4d7e15
 class CandidateError(Exception):
@@ -231,6 +305,14 @@ class _Broken(BaseException):
 
 class _Unsupported(BaseException):
     "A test passed something to the candidate that cannot cross as a plain value (a lambda, a generator...)."
+
+class _NotDefined(BaseException):
+    """The test called a name the candidate's program does not define (its entry point, say): the test fails, and no
+    `except` of the test's own can take it for an expected error."""
+
+# exceptions that steer the caller's control flow: one raised by the candidate would end the test's `all(map(...))`
+# or `zip(map(...))` early as if it had run to the end, so it arrives as a `CandidateError` instead
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)
 
 _ITER_LIMIT = 1_000_000  # most items a candidate's generator may yield to `list(...)` in a test (= MAX_REPLY_VALUES)
 
@@ -258,6 +340,17 @@ class _Reader:
         if not data: self.eof = True
         self.total += len(data)
         self.buf += data
+    def budget(self):
+        "Count from here: the next `cap` bytes are allowed (one stdio test's output, say)."
+        self.total = len(self.buf)
+    def exact(self, n: int, deadline: float) -> bytes:
+        "The next `n` bytes (`_Broken` if the pipe ends first or `n` is over the cap)."
+        if n > self.cap: raise _Broken("output over the limit")
+        while len(self.buf) < n:
+            if self.eof: raise _Broken("the candidate's process ended")
+            self._fill(deadline)
+        out = bytes(self.buf[:n]); del self.buf[:n]
+        return out
     def line(self, deadline: float) -> bytes:
         seen = 0
         while (i := self.buf.find(b"\n", seen)) < 0:
@@ -318,9 +411,11 @@ class _Channel:
         if "value" in msg:
             _check_reply(msg["value"])  # before anything is built from it
             return _from_plain(msg["value"], self)
+        if "undefined" in msg: raise _NotDefined(str(msg["undefined"])[:100])
         name = msg.get("raised")
         exc = getattr(builtins, name, None) if isinstance(name, str) and name.isidentifier() else None
-        if isinstance(exc, type) and issubclass(exc, Exception):  # a test may expect ValueError, say
+        # a test may expect ValueError, say; never StopIteration, which would steer the test's own loop
+        if isinstance(exc, type) and issubclass(exc, Exception) and not issubclass(exc, _CONTROL_FLOW):
             try: err = exc(f"raised by the candidate's code")
             except Exception: err = CandidateError(name)
             raise err
@@ -445,16 +540,134 @@ def _from_plain(x, chan):
     chan.same_hash.add(out)
     return out
 
+# %% ../nbs/04b_sandbox.ipynb #e27a0002
+def _kind(x) -> str | None:
+    "The kind of a scalar for a tolerance comparison: bool, int, float or complex (numpy's scalars included); else None."
+    if isinstance(x, bool): return "bool"
+    if isinstance(x, numbers.Integral): return "int"
+    if isinstance(x, numbers.Real): return "float"
+    if isinstance(x, numbers.Complex): return "complex"
+    return None
+
+def _alike(a, b, depth: int = 0) -> bool:
+    """Whether `a` and `b` have the same structure, before any tolerance is applied: scalars of one kind (`_kind`: a
+    float for a float), lists (or tuples) of the same type and length whose elements are alike, arrays (or an array
+    and a nested list) of one shape. Never true for anything else: a string, a dict, an object of the candidate."""
+    if depth > MAX_REPLY_DEPTH + 8: return False
+    np = sys.modules.get("numpy")
+    if np is not None and (isinstance(a, np.ndarray) or isinstance(b, np.ndarray)):
+        try: return np.shape(a) == np.shape(b) and np.asarray(a).dtype.kind in "biufc" and np.asarray(b).dtype.kind in "biufc"
+        except Exception: return False  # a ragged list, an object the array cannot hold
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_alike(x, y, depth + 1) for x, y in zip(a, b))
+    return _kind(a) is not None and _kind(a) == _kind(b)
+
+class _StrictModule(types.ModuleType):
+    "A module as a test sees it: its own attributes, but for the strict replacements in `overrides`."
+    def __init__(self, mod, overrides: dict):
+        super().__init__(mod.__name__, getattr(mod, "__doc__", None))
+        self.__dict__.update(overrides)
+        self._module = mod
+    def __getattr__(self, attr): return getattr(self.__dict__["_module"], attr)
+
+def _strict_math():
+    import math
+    def isclose(a, b, **kw):
+        "`math.isclose`, False for a bool or anything not a real number (the candidate's objects included)."
+        return _kind(a) in ("int", "float") and _kind(b) in ("int", "float") and math.isclose(a, b, **kw)
+    return _StrictModule(math, {"isclose": isclose})
+
+def _strict_numpy():
+    import numpy as np
+    def allclose(a, b, *args, **kw): return _alike(a, b) and bool(np.allclose(a, b, *args, **kw))
+    def isclose(a, b, *args, **kw): return np.isclose(a, b, *args, **kw) if _alike(a, b) else False
+    def asserting(fn):
+        def check(actual, desired, *args, **kw):
+            if not _alike(actual, desired): raise AssertionError(f"{fn.__name__}: results of a different type or shape")
+            return fn(actual, desired, *args, **kw)
+        return check
+    t = np.testing
+    testing = _StrictModule(t, {n: asserting(getattr(t, n)) for n in ("assert_allclose", "assert_almost_equal",
+                                                                     "assert_array_almost_equal", "assert_approx_equal")})
+    return _StrictModule(np, {"allclose": allclose, "isclose": isclose, "testing": testing})
+
+@functools.lru_cache(maxsize=None)
+def _strict_modules() -> dict:
+    "The strict modules a test imports, by the name it imports them by (numpy only where it is installed)."
+    mods = {"math": _strict_math()}
+    try: mods["numpy"] = _strict_numpy()
+    except ImportError: pass
+    if "numpy" in mods: mods["numpy.testing"] = mods["numpy"].testing
+    return mods
+
+def _test_import(name, globals=None, locals=None, fromlist=(), level=0):
+    "`__import__` for test code: numpy and math come strict (`import numpy as np`, `from numpy.testing import ...`)."
+    mod = builtins.__import__(name, globals, locals, fromlist, level)
+    if level: return mod
+    strict = _strict_modules()
+    return strict.get(name if fromlist else name.partition(".")[0], mod)
+
+@functools.lru_cache(maxsize=None)
+def _test_builtins() -> dict:
+    return {**vars(builtins), "__import__": _test_import}
+
+# names a test may read without binding them: helpers of this namespace, never the candidate's definitions
+_HELPERS = {"np": lambda: _strict_modules().get("numpy"), "numpy": lambda: _strict_modules().get("numpy"),
+            "math": lambda: _strict_modules()["math"], "isclose": lambda: _strict_modules()["math"].isclose}
+
+def _test_globals(modules: set, helpers: set, names: set, chan) -> dict:
+    "A fresh namespace for one test: strict helpers and modules, the candidate's names as remote stubs."
+    g = {"__builtins__": _test_builtins(), "__name__": "__tests__"}
+    g.update({m: _test_import(m) for m in modules})
+    g.update({h: v for h in helpers if (v := _HELPERS[h]()) is not None})
+    g.update({n: _Remote(chan, ("name", n)) for n in names})
+    return g
+
+
+# %% ../nbs/04b_sandbox.ipynb #e27a0005
+SANDBOX_UIDS = range(2_000_000_000, 2_000_000_000 + 4096)  # host uids lent to sandboxes (root only), one per running sandbox
+_UID_LOCKS = os.path.join(tempfile.gettempdir(), "delta_repro_sandbox_uids")
+_UID_NEXT = [int.from_bytes(os.urandom(2), "big") % len(SANDBOX_UIDS)]  # where this process starts looking
+_UID_MUTEX = threading.Lock()
+
+@contextlib.contextmanager
+def _own_uid(needed: bool):
+    """A uid from `SANDBOX_UIDS` that no other sandbox on this host holds, for the `with` block (0 if not `needed`).
+    Raises `SandboxUnavailable` if all of them are taken."""
+    if not needed:
+        yield 0
+        return
+    os.makedirs(_UID_LOCKS, mode=0o700, exist_ok=True)
+    for _ in range(len(SANDBOX_UIDS)):
+        with _UID_MUTEX:
+            k = _UID_NEXT[0]
+            _UID_NEXT[0] = (k + 1) % len(SANDBOX_UIDS)  # round robin: a uid just given back rests longest
+        fd = os.open(os.path.join(_UID_LOCKS, str(k)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        try:
+            yield SANDBOX_UIDS[k]
+        finally:
+            os.close(fd)  # the lock goes with the descriptor
+        return
+    raise SandboxUnavailable(f"all {len(SANDBOX_UIDS)} sandbox uids are in use on this host")
+
+
 # %% ../nbs/04b_sandbox.ipynb #b2c7d9e3
-def _free_names(tree: ast.AST) -> tuple[set, set]:
-    """Names a test reads but never binds, split into (modules: stdlib modules used only as `module.attr`,
-    candidate: the rest, which the candidate's program must define). Built-ins are neither."""
-    bound, loaded, as_base = set(), {}, set()
+def _free_names(tree: ast.AST, entry_point: str | None = None) -> tuple[set, set, set]:
+    """Names a test reads but never binds, split into (modules: stdlib modules used only as `module.attr`, helpers:
+    names this namespace binds itself (`_HELPERS`: `np`, `math`, `isclose`), candidate: the names the candidate's
+    program must define): its entry points — `entry_point`, and every name passed bare to a function the test
+    defines (HumanEval's `check(pow)`), built-in names included — and every other free name that is not a built-in
+    (a function of the prompt's, such as HumanEval/38's `encode_cyclic`)."""
+    bound, loaded, as_base, defined = set(), {}, set(), set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Name):
             if isinstance(n.ctx, ast.Load): loaded.setdefault(n.id, True)
             else: bound.add(n.id)
-        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(n.name)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)): bound.add(n.name); defined.add(n.name)
         elif isinstance(n, ast.arg): bound.add(n.arg)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in n.names)
@@ -462,18 +675,23 @@ def _free_names(tree: ast.AST) -> tuple[set, set]:
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name): as_base.add(id(n.value))
     plain_use = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
                  and id(n) not in as_base}
-    free = {k for k in loaded if k not in bound and not hasattr(builtins, k)}
-    modules = {k for k in free if k in sys.stdlib_module_names and k not in plain_use}
-    return modules, free - modules
+    unbound = {k for k in loaded if k not in bound}
+    entries = {a.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+               and n.func.id in defined for a in n.args if isinstance(a, ast.Name) and a.id in unbound}
+    if entry_point is not None and entry_point in unbound: entries.add(entry_point)
+    free = {k for k in unbound if not hasattr(builtins, k)} - entries
+    helpers = {k for k in free if k in _HELPERS}
+    modules = {k for k in free - helpers if k in sys.stdlib_module_names and k not in plain_use}
+    return modules, helpers, entries | (free - helpers - modules)
 
-def _parse_tests(tests, mode: str) -> list:
+def _parse_tests(tests, mode: str, entry_point: str | None = None) -> list:
     "Compiled functional tests, or (stdin, expected stdout) pairs; `ValueError` naming the test that does not fit."
     out = []
     for i, t in enumerate(tests):
         try: tree = ast.parse(t, f"tests[{i}]")
         except SyntaxError as e: raise ValueError(f"tests[{i}] is not valid Python: {e}") from None
         if mode == "functional":
-            out.append((compile(tree, f"tests[{i}]", "exec"), *_free_names(tree)))
+            out.append((compile(tree, f"tests[{i}]", "exec"), *_free_names(tree, entry_point)))
             continue
         call = tree.body[0].value if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr) else None
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "__check_io"
@@ -484,24 +702,33 @@ def _parse_tests(tests, mode: str) -> list:
         out.append((call.args[0].value, call.args[1].value))
     return out
 
+def _candidate_names(tests: list, entry_point: str | None = None) -> set:
+    "The names a problem's functional tests take from the candidate's program (`_free_names`), all tests together."
+    names = set()
+    for t in tests:
+        try: names |= _free_names(ast.parse(t), entry_point)[2]
+        except SyntaxError: pass
+    return names
+
 def _same_tokens(got: bytes, expected: str) -> bool:
     "Whitespace-separated tokens equal, compared lazily (no token list the size of the output is built)."
     tokens = lambda s: (m.group() for m in re.finditer(r"\S+", s))
     return all(a == b for a, b in zip_longest(tokens(got.decode("utf-8", "replace")), tokens(expected)))
 
-def _spawn(bwrap: str | None, mode: str, code: str, stdin, stdout, limits: tuple, disk_mb: int, workdir: str | None,
-           extra_fds: tuple = ()) -> subprocess.Popen:
-    "Start the harness: inside bwrap, or (the explicit opt-out) directly in `workdir`. Its session is its own."
+def _spawn(bwrap: str | None, mode: str, code: str, limits: tuple, disk_mb: int, workdir: str | None, uid: int,
+           extra_fds: tuple = (), extra_args: tuple = ()) -> subprocess.Popen:
+    """Start the harness: inside bwrap, or (the explicit opt-out) directly in `workdir`; as `uid` (0: as we are). Its
+    session is its own; its stdin and stdout are /dev/null (it talks through `extra_fds`)."""
     python = _python()
     code_file = tempfile.TemporaryFile()  # unnamed: read by the harness through its descriptor, gone afterwards
     code_file.write(code.encode("utf-8", "surrogatepass")); code_file.flush(); code_file.seek(0)
-    drop = bwrap is not None and os.geteuid() == 0
-    cmd = [python, "-I", "-S", "-c", _HARNESS, mode, str(code_file.fileno()), "1" if drop else "0",
-           *map(str, limits), *map(str, extra_fds)]
+    cmd = [python, "-I", "-S", "-c", _HARNESS, mode, str(code_file.fileno()), str(uid), *map(str, limits),
+           *map(str, extra_fds), *map(str, extra_args)]
     if bwrap is not None: cmd = _bwrap_argv(bwrap, python, disk_mb) + ["--"] + cmd
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir or "/tmp", "TMPDIR": workdir or "/tmp"}
     try:
-        return subprocess.Popen(cmd, cwd=workdir, env=env, stdin=stdin, stdout=stdout, stderr=subprocess.DEVNULL,
+        return subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
                                 pass_fds=(code_file.fileno(), *extra_fds), start_new_session=True)
     except OSError as e:  # bwrap or the interpreter vanished since the probe: not the candidate's doing
         raise SandboxUnavailable(f"could not start {cmd[0]}: {e}") from e
@@ -514,47 +741,60 @@ def _stop(proc: subprocess.Popen):
     except (ProcessLookupError, PermissionError): pass
     proc.wait()
 
-def _run_stdio(bwrap, code, cases, deadline, cap, limits, disk_mb, workdir) -> tuple[int, str | None]:
+def _run_stdio(bwrap, code, cases, deadline, cap, limits, disk_mb, workdir, uid) -> tuple[int, str | None]:
+    """All stdio tests in one sandbox: the harness runs the program once per test in a forked child (a few ms, not
+    a sandbox start of about 25 ms each), its stdin the read end of a pipe the harness fills, and relays the
+    output as `<exit status> <bytes>\\n` and the bytes; the comparison is made here. The inputs are sent ahead by
+    a thread, so no test waits on a round trip to this process."""
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    try: proc = _spawn(bwrap, "stdio", code, limits, disk_mb, workdir, uid, extra_fds=(req_r, rep_w), extra_args=(cap,))
+    finally: os.close(req_r); os.close(rep_w)
     passed, stopped = 0, None
-    for stdin_text, expected in cases:
-        with tempfile.TemporaryFile() as inp:
-            inp.write(stdin_text.encode()); inp.flush(); inp.seek(0)
-            r, w = os.pipe()
-            try:
-                proc = _spawn(bwrap, "stdio", code, inp, w, limits, disk_mb, workdir)
-            finally:
-                os.close(w)
-            try:
-                out = _Reader(r, cap).all(deadline)
-                proc.wait(timeout=_deadline_left(deadline))
-                passed += proc.returncode == 0 and _same_tokens(out, expected)
-            except (_Broken, subprocess.TimeoutExpired) as e:
-                stopped = stopped or (str(e) if isinstance(e, _Broken) else "timeout")
-                if time.monotonic() >= deadline: break  # the shared time is spent: the rest fail
-            finally:
-                _stop(proc)
-                os.close(r)
+    os.set_blocking(req_w, False)
+
+    def send_all():  # every test's input, ahead of the replies: the harness never waits on this process
+        try:
+            for stdin_text, _ in cases: _write_all(req_w, json.dumps({"stdin": stdin_text}).encode() + b"\n", deadline)
+        except _Broken: pass  # the deadline, or the harness is gone: the reader below says which
+
+    sender = threading.Thread(target=send_all, daemon=True)
+    sender.start()
+    try:
+        reader = _Reader(rep_r, cap + 64)
+        for stdin_text, expected in cases:
+            reader.budget()
+            head = reader.line(deadline).split()
+            if len(head) != 2 or not all(re.fullmatch(rb"-?\d{1,12}", h) for h in head): raise _Broken("protocol: bad header")
+            rc, n = map(int, head)
+            out = reader.exact(n, deadline)
+            if rc == -1: stopped = stopped or "output over the limit, or no process left to run it"
+            passed += rc == 0 and _same_tokens(out, expected)
+    except _Broken as e:  # timeout, the harness killed or broken: the tests not passed so far fail
+        stopped = str(e)
+    finally:
+        _stop(proc)
+        sender.join()  # the harness is gone, so its writes fail at once; then the descriptors can go
+        os.close(req_w); os.close(rep_r)
     return passed, stopped
 
-def _run_functional(bwrap, code, compiled, deadline, cap, limits, disk_mb, workdir) -> tuple[int, str | None]:
+def _run_functional(bwrap, code, compiled, deadline, cap, limits, disk_mb, workdir, uid) -> tuple[int, str | None]:
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     try:
-        proc = _spawn(bwrap, "functional", code, subprocess.DEVNULL, subprocess.DEVNULL, limits, disk_mb, workdir,
-                      extra_fds=(req_r, rep_w))
+        proc = _spawn(bwrap, "functional", code, limits, disk_mb, workdir, uid, extra_fds=(req_r, rep_w))
     finally:
         os.close(req_r); os.close(rep_w)
     passed, unsupported, stopped = 0, None, None
     try:
         chan = _Channel(req_w, rep_r, deadline, cap)
         if chan.recv().get("loaded") is not True: return 0, None  # the program raised while it was loaded
-        for i, (test, modules, names) in enumerate(compiled):
-            g = {"__builtins__": builtins, "__name__": "__tests__"}
-            g.update({m: importlib.import_module(m) for m in modules})
-            g.update({n: _Remote(chan, ("name", n)) for n in names})
+        for i, (test, modules, helpers, names) in enumerate(compiled):
             try:
-                exec(test, g)
+                exec(test, _test_globals(modules, helpers, names, chan))
                 passed += 1
+            except _NotDefined:
+                pass  # the test called a name the program does not define
             except _Unsupported as e:
                 unsupported = f"tests[{i}]: {e}"
                 break
@@ -587,10 +827,11 @@ def run_tests_sandboxed(
     mem_mb: int = 1024,  # address space per process, MiB
     fsize_mb: int = 16,  # largest file the program may write, MiB
     nproc: int = 16,  # processes and threads the program may have at once
-    mode: str = "functional",  # "functional" or "stdio" (one fresh process per test)
+    mode: str = "functional",  # "functional" or "stdio" (one sandbox, a fresh process per test)
     output_mb: int = 4,  # most bytes the parent reads from one process (stdout in stdio mode, replies otherwise), MiB
     disk_mb: int = 64,  # size of the program's private /tmp, MiB
     isolation: str | None = None,  # "bwrap" or "none" (explicit opt-out); None: $DELTA_REPRO_CODE_ISOLATION or "bwrap"
+    entry_point: str | None = None,  # the function under test: always the candidate's, even if named like a built-in
 ) -> SandboxResult:
     """`SandboxResult((tests passed, tests total), stopped)` for model-written `code` (code RL, paper Table 10), run as
     hostile input.
@@ -598,11 +839,18 @@ def run_tests_sandboxed(
     Isolation is below Python: bubblewrap gives the program its own pid, network, ipc and uts namespaces (no network,
     no other process visible), a read-only view of /usr and the interpreter only (no /etc, no home, no project files),
     a private size-limited /tmp as the only writable place, and rlimits (CPU, memory, file size, processes); on the
-    deadline its whole pid namespace is killed. The verdict is made here, never in the candidate's process:
+    deadline its whole pid namespace is killed. Run as root, each sandbox runs as a uid of its own (`SANDBOX_UIDS`),
+    so its process limit counts its own processes only and no sandbox can starve another. The verdict is made here, never in the candidate's process:
     functional tests run in this process with the candidate's names replaced by remote stubs, whose calls return
     plain values (numbers, strings, lists, tuples, dicts, sets) rebuilt here, so a custom `__eq__` or anything the
     program prints cannot pass a test, and the expected values never reach the candidate; stdio tests compare the
-    program's stdout here, token by token. The test code itself is trusted (it comes with the dataset).
+    program's stdout here, token by token (the program's stdin is the read end of a pipe). Standard-library
+    containers cross as their plain equivalents (`Counter`, `defaultdict`, `OrderedDict` as dicts, a namedtuple as
+    a tuple, a `deque` as a list). The test code itself is trusted (it comes with the dataset), and runs in a
+    namespace of its own: tolerance comparisons (`np.allclose`, `math.isclose`, ...) are strict about type and
+    shape, a name it does not bind is a helper (`np`, `isclose`) or the candidate's entry point, never another of
+    the candidate's definitions; the entry point (`entry_point`, or the name HumanEval's `check(...)` is given) must
+    be defined by the program; an exception of the candidate's is a failure, never a `StopIteration` here.
 
     This process's own work is bounded too: it reads at most `output_mb` MiB, builds nothing from a reply over
     `MAX_REPLY_VALUES` values or `MAX_REPLY_DEPTH` levels, stops building at the deadline, and stops the run when
@@ -612,8 +860,8 @@ def run_tests_sandboxed(
     Never raises for anything the code does: a crash, a timeout, too much output, a reply over a cap or a blocked
     action fails the tests not yet passed, and `stopped` says why. Raises `ValueError` if `tests` is not a list of
     strings, a test is not valid Python, a stdio test is not `__check_io("...", "...")`, a test passes the candidate
-    something that is not a plain value, or an argument is out of range; `SandboxUnavailable` if bubblewrap cannot
-    run here and `isolation` is not "none"."""
+    something that is not a plain value, or an argument is out of range (`entry_point` not an identifier);
+    `SandboxUnavailable` if bubblewrap cannot run here and `isolation` is not "none"."""
     if not isinstance(tests, (list, tuple)) or not all(isinstance(t, str) for t in tests):
         raise ValueError("tests must be a list of strings (test snippets)")
     if mode not in ("functional", "stdio"): raise ValueError(f"mode must be 'functional' or 'stdio', got {mode!r}")
@@ -622,14 +870,17 @@ def run_tests_sandboxed(
         if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f"{name} must be a positive int, got {v!r}")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
         raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
-    parsed = _parse_tests(tests, mode)
+    if entry_point is not None and not (isinstance(entry_point, str) and entry_point.isidentifier()):
+        raise ValueError(f"entry_point must be a function name or None, got {entry_point!r}")
+    parsed = _parse_tests(tests, mode, entry_point)
     bwrap = _isolation(isolation)
     if not isinstance(code, str) or not tests: return SandboxResult(0, len(tests))
     deadline, cap, limits = time.monotonic() + timeout_s, output_mb << 20, (cpu_s, mem_mb, fsize_mb, nproc)
     workdir = None if bwrap else tempfile.mkdtemp(prefix="delta_sandbox_")
     try:
         run = _run_functional if mode == "functional" else _run_stdio
-        passed, stopped = run(bwrap, code, parsed, deadline, cap, limits, disk_mb, workdir)
+        with _own_uid(bwrap is not None and os.geteuid() == 0) as uid:
+            passed, stopped = run(bwrap, code, parsed, deadline, cap, limits, disk_mb, workdir, uid)
         return SandboxResult(passed, len(tests), stopped)
     finally:
         if workdir: shutil.rmtree(workdir, ignore_errors=True)

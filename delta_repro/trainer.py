@@ -5,7 +5,8 @@ trainer (Sec. 4, App. I–J, Table 5)."""
 
 # %% auto #0
 __all__ = ['CREDIT_ASSIGNMENTS', 'PROXY_CACHES', 'PAPER_PROMPTS', 'PAPER_ROLLOUTS', 'PAPER_UPDATES', 'plain_delta_loss',
-           'DeltaGRPOConfig', 'paper_config', 'overlong_penalty', 'DeltaGRPOTrainer', 'credit_diagnostics']
+           'plain_rl_run', 'DeltaGRPOConfig', 'paper_config', 'overlong_penalty', 'DeltaGRPOTrainer',
+           'credit_diagnostics']
 
 # %% ../nbs/03_trainer.ipynb #24d0df98
 import itertools
@@ -22,8 +23,8 @@ from .coefficients import (DeltaConfig, DeltaCoefficients, StreamingDeltaEstimat
                                       delta_coefficients, random_coefficients)
 from .losses import future_kl_weights, token_selection_weights
 from .methods import METHODS
-from .proxies import (backbone, capture_final_hidden_states, lm_head_proxy, output_embedding,
-                                 topk_hidden_proxy)
+from .proxies import (backbone, capture_final_hidden_states, completion_proxies, lm_head_proxy,
+                                 output_embedding, sample_completions, topk_hidden_proxy)
 
 # %% ../nbs/03_trainer.ipynb #bb1d7f9a
 from .losses import aggregate_loss, clipped_surrogate
@@ -56,6 +57,64 @@ def plain_delta_loss(
     old = logps.detach() if old_logps is None else old_logps
     per_token = clipped_surrogate(logps, old, advantages, epsilon_low, epsilon_high, dual_clip, weights)
     return aggregate_loss(per_token, completion_mask), logps
+
+# %% ../nbs/03_trainer.ipynb #7c941269
+def plain_rl_run(
+    model: torch.nn.Module,  # the policy, trained in place
+    tokenizer,  # its tokenizer (pad and eos set)
+    prompts: list[str],  # training prompts, used in turn
+    answers: list[str],  # their reference answers (graded by `math_reward`)
+    credit_assignment: str = "delta",  # "delta": DelTA's λ̄; "none": plain DAPO (every weight 1)
+    steps: int = 30,
+    prompts_per_step: int = 8,
+    num_generations: int = 8,  # G completions per prompt
+    learning_rate: float = 1e-3,
+    max_new_tokens: int = 40,
+    seed: int = 0,  # step s samples with seed + s, so two methods see the same first rollout batch
+) -> list[dict]:
+    """The RL loop in the open, one optimizer step per rollout batch: generate G completions of `prompts_per_step`
+    prompts (`sample_completions`), reward them (`math_reward`), group-normalise the advantages (exactly 0 for a
+    group of equal rewards), DelTA's λ̄ from one no-grad pass (`completion_proxies`, `delta_coefficients`; 1 for
+    DAPO), DAPO's loss with those weights (`plain_delta_loss`: clip-higher, dual clip, token-mean) and one AdamW
+    step (weight decay 0.1, gradient norm clipped at 1). Returns one dict per step: step, reward (mean over the
+    rollout batch), step_multiplier (mean weight on tokens with Â ≠ 0), seconds. Raises `ValueError` for an
+    unknown `credit_assignment` or prompts and answers of different lengths."""
+    from delta_repro.rewards import math_reward
+    if credit_assignment not in ("delta", "none"):
+        raise ValueError(f"credit_assignment must be 'delta' or 'none', got {credit_assignment!r}")
+    if len(prompts) != len(answers) or not prompts:
+        raise ValueError(f"need as many answers as prompts (at least one), got {len(prompts)} and {len(answers)}")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, weight_decay=0.1)
+    G, log = num_generations, []
+    for step in range(steps):
+        t0 = time.perf_counter()
+        rows = [(step * prompts_per_step + k) % len(prompts) for k in range(prompts_per_step)]
+        # 1. generate
+        p_ids, p_mask, c_ids, c_mask, completions = sample_completions(
+            model, tokenizer, [prompts[r] for r in rows], G, max_new_tokens, seed=seed + step)
+        # 2. reward
+        rewards = torch.tensor(math_reward(completions, [answers[r] for r in rows for _ in range(G)]))
+        # 3. advantage: normalised within each group; a group of equal rewards carries no signal
+        g = rewards.view(-1, G)
+        adv = (g - g.mean(1, keepdim=True)) / (g.std(1, keepdim=True) + 1e-4)
+        adv = torch.where(g.amax(1, keepdim=True) == g.amin(1, keepdim=True), 0.0, adv).flatten()
+        ids, attn = torch.cat([p_ids, c_ids], 1), torch.cat([p_mask, c_mask], 1)
+        # 4. λ̄: proxies from one no-grad pass at θ_old, then the estimator (stop-gradient)
+        proxies, old_logps, _ = completion_proxies(model, ids, attn, c_ids.shape[1])
+        weights = delta_coefficients(proxies, adv, c_mask).weights if credit_assignment == "delta" else None
+        # 5. loss, 6. optimizer step
+        model.train()
+        loss, _ = plain_delta_loss(model, ids, attn, c_mask, adv, weights, old_logps)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        live = c_mask.bool() & (adv != 0)[:, None]
+        mult = float(weights[live].mean()) if weights is not None and live.any() else 1.0
+        log.append(dict(step=step, reward=float(rewards.mean()), step_multiplier=mult,
+                        seconds=time.perf_counter() - t0))
+    model.eval()
+    return log
 
 # %% ../nbs/03_trainer.ipynb #493693e8
 CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
@@ -185,7 +244,7 @@ def paper_config(
     kw.update(overrides)
     return DeltaGRPOConfig(**kw)
 
-# %% ../nbs/03_trainer.ipynb #1469e78a
+# %% ../nbs/03_trainer.ipynb #fe320bd6
 def overlong_penalty(args: DeltaGRPOConfig):
     """DAPO's soft overlong penalty as a TRL reward function (TRL's own `get_soft_overlong_punishment`), or None
     when `args.overlong_buffer` is 0."""

@@ -21,7 +21,9 @@ release = version = next(l.split('"')[1] for l in (ROOT / "delta_repro" / "__ini
 # The source directory is the repository root (scripts/build_site.sh runs `sphinx-build -c docs . _site`); only
 # these files become pages.
 root_doc = "docs/index"
-include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb"]
+# The executed copies of the report notebooks that `reproduce.sh` writes under runs/<profile>/notebooks/report/ are
+# pages too, with the outputs they were executed with (figures and tables), wherever a profile has run.
+include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb", "runs/*/notebooks/report/*.ipynb"]
 exclude_patterns = ["_site", ".venv", "**/.ipynb_checkpoints"]
 
 # sphinx-mathjax-offline sets mathjax_path to its bundled copy (instead of Sphinx's default CDN address) and copies
@@ -31,13 +33,19 @@ nb_execution_mode = "off"  # the committed outputs are the document (scripts/exe
 nb_merge_streams = True
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
-suppress_warnings = ["myst.header", "misc.highlighting_failure"]  # notebooks' title-less first cells; IPython lexing
+# notebooks' title-less first cells; IPython lexing; the executed reports' glob before any profile has run
+suppress_warnings = ["myst.header", "misc.highlighting_failure", "toc.empty_glob"]
 
 html_theme = "sphinx_book_theme"
 html_title = "delta_repro"
-html_theme_options = {"show_toc_level": 2}
+# no right-hand "on this page" column: its width goes to the content, so that 120-character outputs fit beside the
+# navigation in a 1280-pixel window (tests/test_site.py)
+html_theme_options = {"show_toc_level": 2, "secondary_sidebar_items": []}
 html_show_sourcelink = False
 html_extra_path = ["_extra"]  # index.html at the top of the site, pointing to docs/index.html
+# a content column wide enough for 120 monospace characters (code and outputs are written to that width)
+html_static_path = ["_static"]
+html_css_files = ["wide.css"]
 
 
 # nbdev's directives: `#| name[:] value` comment lines at the top of a code cell

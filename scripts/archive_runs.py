@@ -11,8 +11,10 @@ policy (`figures/<profile>/warm_starts/<name>.tar.gz`, under 20 MB), restored in
 later session resumes from the very policy the archived runs started from. An archived file is never overwritten:
 a run that differs from its archive (e.g. retrained) is reported and left alone. The tar files are byte-stable
 (sorted members, zeroed times and owners, gzip without a timestamp), so re-archiving a run changes nothing.
-`reproduce.sh` calls --restore before it decides what to train (`--retrain` skips that)."""
-import argparse, gzip, io, os, subprocess, sys, tarfile, time
+`reproduce.sh` calls --restore before it decides what to train (`--retrain` skips that). The selected checkpoint of
+the runs a figure re-reads (the plan's batch artefacts: DelTA seed 0's rollout batch for Fig. 1, Fig. 5 and the λ
+heat-map) is archived apart, `figures/<profile>/checkpoints/<run_id>.tar.gz`."""
+import argparse, gzip, io, json, os, shutil, subprocess, sys, tarfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +36,7 @@ def _write_once(target: Path, data: bytes, what: str) -> bool:
     "Write `data` to `target` unless it exists; True when written. A differing existing file is reported, never replaced."
     if target.exists():
         if target.read_bytes() != data:
-            print(f"[archive] {what}: differs from its archive {target.relative_to(ROOT)}; the archive is kept "
+            print(f"[archive] {what}: differs from its archive {target}; the archive is kept "
                   "(finished results are never overwritten)", file=sys.stderr)
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -43,8 +45,34 @@ def _write_once(target: Path, data: bytes, what: str) -> bool:
     return True
 
 
-def archive(profile: str, runs_dir: Path, cache: Path) -> list[Path]:
-    out_dir, new = ROOT / "figures" / profile, []
+def _warm_start_of(ws: Path, backbones: dict | None) -> bool:
+    """Is the cached warm start `ws` one of `backbones`' (the plan's; None: any)? Its name starts with
+    "<backbone>-", and its size (hidden_size, layers) and SFT settings (max_steps, learning_rate, batch_size) are the
+    backbone's: another profile's warm start of the same backbone name (e.g. smoke's) shares the cache, not the plan."""
+    if backbones is None: return True
+    try: cfg, hp = json.loads((ws / "config.json").read_text()), json.loads((ws / "warm_start.json").read_text())
+    except (OSError, ValueError): return False
+    for name, spec in backbones.items():
+        w = spec.get("warm_start") or {}
+        if (ws.name.startswith(name + "-") and cfg.get("hidden_size") == spec.get("hidden_size")
+                and cfg.get("num_hidden_layers") == spec.get("num_layers")
+                and all(hp.get(k) == w.get(k) for k in ("max_steps", "learning_rate", "batch_size"))):
+            return True
+    return False
+
+
+def archive(out_dir: Path, runs_dir: Path, cache: Path, checkpoint_runs=(), backbones: dict | None = None) -> list[Path]:
+    """Archive into `out_dir` (figures/<profile>) every evaluated run of `runs_dir`, every small warm start of `cache`,
+    and the selected checkpoint (`best/`) of the evaluated runs in `checkpoint_runs` (those a figure re-reads: the
+    plan's batch artefacts, e.g. Fig. 1's rollout batch of DelTA seed 0), each under 20 MB; returns the new files."""
+    new = []
+    for rid in sorted(checkpoint_runs):
+        best = runs_dir / rid / "best"
+        if not (runs_dir / rid / "eval.csv").exists() or not best.is_dir(): continue
+        files = [f for f in best.rglob("*") if f.is_file()]
+        if not files or sum(f.stat().st_size for f in files) > MAX_WARM_START_BYTES: continue
+        target = out_dir / "checkpoints" / f"{rid}.tar.gz"
+        if _write_once(target, _tar_bytes(runs_dir, files), f"{rid}/best"): new.append(target)
     for run in sorted(p for p in runs_dir.iterdir() if p.is_dir()) if runs_dir.is_dir() else []:
         if not (run / "eval.csv").exists(): continue
         files = [run / m for m in MEMBERS if (run / m).exists()]
@@ -52,6 +80,7 @@ def archive(profile: str, runs_dir: Path, cache: Path) -> list[Path]:
         if _write_once(target, _tar_bytes(runs_dir, files), run.name): new.append(target)
     for ws in sorted(cache.glob("*")) if cache.is_dir() else []:
         if ".tmp" in ws.name or not (ws / "warm_start.json").exists() or not (ws / "model.safetensors").exists(): continue
+        if not _warm_start_of(ws, backbones): continue
         files = [f for f in ws.rglob("*") if f.is_file()]
         if sum(f.stat().st_size for f in files) > MAX_WARM_START_BYTES: continue
         target = out_dir / "warm_starts" / f"{ws.name}.tar.gz"
@@ -59,12 +88,22 @@ def archive(profile: str, runs_dir: Path, cache: Path) -> list[Path]:
     return new
 
 
-def restore(profile: str, runs_dir: Path, cache: Path) -> tuple[int, int]:
-    "Unpack every archived run that `runs_dir` lacks, and every archived warm start the cache lacks; (runs, warm starts)."
-    out_dir, n_runs, n_ws = ROOT / "figures" / profile, 0, 0
-    for kind, dest in (("runs", runs_dir), ("warm_starts", cache)):
+def restore(out_dir: Path, runs_dir: Path, cache: Path) -> tuple[int, int]:
+    "Unpack every run archived in `out_dir` that `runs_dir` lacks, and every archived warm start `cache` lacks; (runs, warm starts)."
+    n_runs, n_ws = 0, 0
+    for kind, dest in (("runs", runs_dir), ("warm_starts", cache), ("checkpoints", runs_dir)):
         for a in sorted((out_dir / kind).glob("*.tar.gz")):
             name = a.name[: -len(".tar.gz")]
+            if kind == "checkpoints":  # <run>/best into the run's folder (restored just before)
+                if (dest / name / "best").exists(): continue
+                with tarfile.open(a) as tar:
+                    bad = [m.name for m in tar.getmembers() if not m.isfile() or not m.name.startswith(f"{name}/best/") or ".." in m.name]
+                    if bad: raise SystemExit(f"[archive] {a}: unexpected members {bad[:3]}; not unpacked")
+                    tmp = dest / f".{name}.restore{os.getpid()}"
+                    tar.extractall(tmp, filter="data")
+                    (dest / name).mkdir(parents=True, exist_ok=True)
+                    (tmp / name / "best").rename(dest / name / "best"); shutil.rmtree(tmp)
+                continue
             if (dest / name).exists(): continue
             dest.mkdir(parents=True, exist_ok=True)
             with tarfile.open(a) as tar:
@@ -80,8 +119,13 @@ def restore(profile: str, runs_dir: Path, cache: Path) -> tuple[int, int]:
 def commit(paths: list[Path]) -> None:
     "Commit exactly `paths` (git commit --only), retrying while another git command holds the index."
     rel = [str(p.relative_to(ROOT)) for p in paths]
-    names = ", ".join(Path(r).name[: -len(".tar.gz")] for r in rel)
-    msg = f"archive: {len(rel)} finished run{'s' if len(rel) > 1 else ''} ({names})"
+    runs = [Path(r).name[: -len(".tar.gz")] for r in rel if Path(r).parent.name == "runs"]
+    runs += [Path(r).name[: -len(".tar.gz")] + " (checkpoint)" for r in rel if Path(r).parent.name == "checkpoints"]
+    warm = [Path(r).name[: -len(".tar.gz")] for r in rel if Path(r).parent.name == "warm_starts"]
+    names = ", ".join(runs + warm)
+    msg = "archive: " + "; ".join(p for p in (
+        f"{len(runs)} finished run{'s' if len(runs) != 1 else ''} ({', '.join(runs)})" if runs else "",
+        f"the warm-started polic{'ies' if len(warm) != 1 else 'y'} {', '.join(warm)}" if warm else "") if p)
     for attempt in range(10):
         r = subprocess.run(["git", "add", "--", *rel], cwd=ROOT, capture_output=True, text=True)
         if r.returncode == 0:
@@ -101,12 +145,23 @@ def main():
     a = ap.parse_args()
     runs_dir = Path(a.runs_dir) if a.runs_dir else ROOT / "runs" / a.profile / "runs"
     cache = Path(os.environ.get("DELTA_REPRO_CACHE", ROOT / "runs" / "cache"))
+    out_dir = ROOT / "figures" / a.profile
     if a.restore:
-        n, w = restore(a.profile, runs_dir, cache)
+        n, w = restore(out_dir, runs_dir, cache)
         print(f"[archive] restored {n} archived run{'s' if n != 1 else ''} and {w} warm start{'s' if w != 1 else ''} "
               f"of figures/{a.profile}/ into runs/ ({len(list((ROOT / 'figures' / a.profile / 'runs').glob('*.tar.gz')))} archived in all)")
         return
-    new = archive(a.profile, runs_dir, cache)
+    try:  # the runs whose checkpoint a report re-reads: the plan's batch artefacts (Fig. 1, Fig. 5, the λ heat-map)
+        sys.path.insert(0, str(ROOT))
+        from delta_repro.experiments import load_plan
+        plan = load_plan(ROOT / "configs" / f"{a.profile}.yaml")
+        keep = {r for n, ids in plan.artefact_runs.items() if plan.artefact(n).get("kind") == "batch" for r in ids}
+        backbones = plan.raw["backbones"]
+    except Exception as e:  # the archive of results must not depend on the package importing
+        print(f"[archive] checkpoints and warm starts not archived: the plan could not be read ({type(e).__name__}: {e})",
+              file=sys.stderr)
+        keep, backbones = set(), {}
+    new = archive(out_dir, runs_dir, cache, keep, backbones)
     print(f"[archive] {len(new)} new: {', '.join(p.name for p in new) or 'nothing to add'}")
     if a.commit and new: commit(new)
 

@@ -5,6 +5,7 @@
 import itertools
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,9 @@ def prefix_reward(completions, answer, **kw):
     return [float(sum(1 for _ in itertools.takewhile(lambda p: p[0] == p[1], zip(c.strip(), a)))) +
             0.1 * (len(c) % 3) for c, a in zip(completions, answer)]
 
+
+# the code-data lint caches its verdicts: the suite's go to a directory of its own, not the user's cache
+os.environ.setdefault("DELTA_REPRO_LINT_CACHE", tempfile.mkdtemp(prefix="delta_repro_lint_"))
 
 DEVICE = os.environ.get("DELTA_REPRO_TEST_DEVICE", "cpu")
 BASE = dict(per_device_train_batch_size=8, num_generations=4, max_completion_length=6, max_steps=2, logging_steps=1,

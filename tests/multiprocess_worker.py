@@ -66,3 +66,8 @@ report["losses"] = [l["loss"] for l in tr.state.log_history if "loss" in l]
 report["lam_mean"] = [l["delta/lam_mean"] for l in tr.state.log_history if "delta/lam_mean" in l]
 if rank == 0:
     Path(sys.argv[1]).write_text(json.dumps(report))
+# tear the process group down while the interpreter is whole: left to exit, gloo's worker threads were destroyed
+# during finalization and a rank aborted ("terminate called without an active exception", SIGABRT; pytorch
+# issue 190489). A barrier first, so that neither rank destroys the group while the other still uses it.
+acc.wait_for_everyone()
+acc.end_training()  # accelerate: trackers finished, then torch.distributed.destroy_process_group()

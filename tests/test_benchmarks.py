@@ -42,11 +42,29 @@ def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     assert (real["n"], junk["n"]) == (16, 14) and real["per_second"] > 0 and junk["per_second"] > 0
     assert 0 < real["mean_reward"] < 1 and real["mean_chars"] > 8_000  # a few thousand tokens, some right, some wrong
     assert junk["logged"]["math/rejected_frac"] > 0
+    # every extractor on degenerate completions up to 1 MB (issue 27): bounded, far from the seconds of a backtracking scan
+    assert {e["chars"] for e in r["extraction"]} >= {1_000_000} and all(
+        max(e[k] for k in ("code", "boxed", "final", "choice")) < 1.0 for e in r["extraction"])
     if "hostile" in r.get("sandbox", {}):  # replies built to stall the parent all score 0
         assert r["sandbox"]["hostile"] and all(h["passed"] == 0 and h["stopped"] for h in r["sandbox"]["hostile"])
 
 
+def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
+    from delta_repro.rewards import sandbox_status
+    if not sandbox_status()[0]:
+        pytest.skip("needs the code sandbox (bubblewrap)")
+    out = tmp_path / "b.json"
+    subprocess.run([sys.executable, "benchmarks/code_batch.py", "--ordinary", "4", "--hostile", "9", "--timeout", "2",
+                    "--budget", "6", "--workers", "3", "--json", str(out)], cwd=ROOT, check=True, capture_output=True,
+                   text=True, timeout=300)
+    r = json.loads(out.read_text())
+    assert r["ordinary"]["n"] == 4 and r["ordinary"]["mean_reward"] == 0.5  # the right programs pass, the wrong fail
+    assert r["hostile"]["n"] == 9 and r["hostile"]["mean_reward"] == 0 and r["hostile"]["seconds"] < 6 + 10
+
+
 @pytest.mark.parametrize("script, args, msg", [
+    ("code_batch.py", ["--json", "README.md"], "never overwritten"), ("code_batch.py", ["--budget", "0"], "--budget"),
+    ("code_batch.py", ["--workers", "0"], "--workers"),
     ("precision.py", ["--tokens", "10"], "--tokens"), ("precision.py", ["--tokens", "nan"], "--tokens"),
     ("precision.py", ["--d", "0"], "--d"), ("precision.py", ["--offset", "nan"], "--offset"),
     ("precision.py", ["--device", "nonsense"], "--device"),

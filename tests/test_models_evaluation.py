@@ -133,6 +133,19 @@ def test_results_round_trip_keeps_identifiers_verbatim(tmp_path):
     assert summarize(back).loc["B", "questions"] == 2  # "001" and "01" are two questions, not one
 
 
+def test_completions_with_carriage_returns_round_trip(tmp_path):
+    # a sampled "\r" token once split a row of a warm start's eval.csv in two (the csv writer quotes \n, not a lone \r)
+    texts = ["6+5=11\r, so \\boxed{11}", "\rNA\r", "a\x0bb\r\n", "plain"]
+    df = pd.DataFrame({"benchmark": "B", "problem_id": [str(i) for i in range(4)], "sample": 0,
+                       "correct": [True, False, True, False], "completion": texts})
+    back = load_results(save_results(df, tmp_path / "r.csv"))
+    assert len(back) == 4 and back["completion"].tolist() == texts and back["correct"].tolist() == [True, False, True, False]
+    # a file written before the fix (rows end in \n, the \r unquoted) reads right as well
+    old = tmp_path / "old.csv"
+    old.write_bytes(b"benchmark,problem_id,sample,correct,completion\nB,0,0,True,x\ry\nB,1,0,False,z\n")
+    assert load_results(old)["completion"].tolist() == ["x\ry", "z"]
+
+
 def test_bad_results_are_rejected_and_sample_ids_need_not_start_at_zero():
     df = pd.DataFrame({"benchmark": ["A"] * 4, "problem_id": [1, 1, 2, 2], "sample": [1, 2, 1, 2],
                        "correct": [1.0, 0.0, float("nan"), 1.0]})

@@ -1,5 +1,6 @@
-"""The running example of nbs/00_proxies … 03_trainer: a real group from a tiny policy, its proxies, and the plain
-DAPO + DelTA step of 03_trainer, which must give the loss `DeltaGRPOTrainer` computes through TRL on the same group."""
+"""The running example of nbs/00_proxies … 03_trainer: a real group of the cpu profile's shipped warm-started policy on
+a training problem, the two tokens the notebooks follow, its proxies, the plain DAPO + DelTA step of 03_trainer, which
+must give the loss `DeltaGRPOTrainer` computes through TRL on the same group, and the plain loop of 03_trainer."""
 import copy
 import warnings
 
@@ -8,14 +9,16 @@ import torch
 from datasets import Dataset
 
 from delta_repro.coefficients import delta_coefficients
-from delta_repro.proxies import capture_lm_head_inputs, completion_proxies, lm_head_proxy, running_example
+from delta_repro.data import problem_key, split_of
+from delta_repro.proxies import (capture_lm_head_inputs, completion_proxies, lm_head_proxy, running_example,
+                                 sample_completions, warm_started_policy)
 from delta_repro.rewards import math_reward
-from delta_repro.trainer import DeltaGRPOConfig, DeltaGRPOTrainer, plain_delta_loss
+from delta_repro.trainer import DeltaGRPOConfig, DeltaGRPOTrainer, plain_delta_loss, plain_rl_run
 
 
 @pytest.fixture(scope="module")
 def ex():
-    return running_example()  # trains the tiny policy once per machine (cached), then about a second
+    return running_example()  # unpacks the shipped warm start once per machine (cached), then a few seconds
 
 
 def test_the_group_has_both_outcomes_and_trl_advantages(ex):
@@ -104,3 +107,65 @@ def test_plain_delta_loss_refuses_mismatched_shapes(ex):
         plain_delta_loss(ex.model, ex.input_ids, ex.attention_mask[:, 1:], ex.completion_mask, ex.advantages)
     with pytest.raises(ValueError, match="input_ids"):
         plain_delta_loss(ex.model, ex.input_ids[:, :3], ex.attention_mask[:, :3], ex.completion_mask, ex.advantages)
+
+
+def test_the_example_is_a_training_problem_of_the_shipped_warm_start(ex):
+    assert split_of(problem_key(ex.prompt)) == "train"  # never a held-out problem
+    path = warm_started_policy()
+    assert (path / "model.safetensors").is_file() and (path / "warm_start.json").is_file()
+    assert sum(p.numel() for p in ex.model.parameters()) > 500_000  # the profile's ~1M-parameter policy, not a toy
+
+
+def test_warm_started_policy_names_a_missing_archive(tmp_path, monkeypatch):
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="no-such-policy.tar.gz"):
+        warm_started_policy("no-such-policy")
+
+
+def test_the_followed_tokens_are_where_the_pair_first_differs_and_the_shared_so(ex):
+    f = ex.followed()
+    c, w, t = f["correct"], f["wrong"], f["decisive"]
+    assert ex.rewards[c] == 1 and ex.rewards[w] == 0
+    tc, tw = ex.tokens(c), ex.tokens(w)
+    assert tc[:t] == tw[:t] and tc[t] != tw[t]  # the longest common prefix ends at the decisive token
+    for i in (c, w):
+        assert ex.tokens(i)[f["shared"][i]].strip() == "so"
+    others = [j for j in range(len(ex.completions)) if ex.rewards[j] == 0]
+    prefix = lambda j: next((k for k, (x, y) in enumerate(zip(tc, ex.tokens(j))) if x != y), 0)
+    assert t == max(prefix(j) for j in others)  # no wrong completion shares a longer prefix
+
+
+def test_sample_completions_cuts_after_the_first_eos_and_is_deterministic(ex):
+    tok = ex.tokenizer
+    out = sample_completions(ex.model, tok, ["7 + 5 - 3 =", "4 - 5 + 4 + 2 + 8 ="], 3, max_new_tokens=40, seed=1)
+    p_ids, p_mask, ids, mask, texts = out
+    assert p_ids.shape[0] == ids.shape[0] == 6 and len(texts) == 6 and p_ids.shape == p_mask.shape
+    assert (p_mask[:3] == p_mask[0]).all() and p_mask[0, 0] == 0 < p_mask[3, 0]  # the shorter prompt is left-padded
+    for row, m in zip(ids, mask):
+        n = int(m.sum())
+        assert m[:n].all() and not m[n:].any() and (row[n:] == tok.pad_token_id).all()
+        assert tok.eos_token_id not in row[:n - 1].tolist()
+    again = sample_completions(ex.model, tok, ["7 + 5 - 3 =", "4 - 5 + 4 + 2 + 8 ="], 3, max_new_tokens=40, seed=1)
+    assert torch.equal(again[2], ids) and again[4] == texts
+    state = torch.random.get_rng_state()
+    sample_completions(ex.model, tok, ["7 + 5 - 3 ="], 2, max_new_tokens=8, seed=2)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global RNG is left as it was
+
+
+def test_plain_rl_run_steps_both_methods_from_the_same_first_batch(ex):
+    prompts, answers = ["7 + 5 - 3 =", "4 - 5 + 4 + 2 + 8 ="], ["9", "13"]
+    runs = {}
+    for method in ("none", "delta"):
+        policy = copy.deepcopy(ex.model)
+        before = [p.detach().clone() for p in policy.parameters()]
+        runs[method] = plain_rl_run(policy, ex.tokenizer, prompts, answers, method, steps=2, prompts_per_step=2,
+                                    num_generations=4, learning_rate=1e-4)
+        assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))  # it trained
+    assert [r["step"] for r in runs["delta"]] == [0, 1]
+    assert runs["none"][0]["reward"] == runs["delta"][0]["reward"]  # the same first rollout batch
+    assert all(r["step_multiplier"] == 1.0 for r in runs["none"])  # DAPO: every weight 1
+    assert all(0.8 <= r["step_multiplier"] <= 1.25 for r in runs["delta"])
+    with pytest.raises(ValueError, match="credit_assignment"):
+        plain_rl_run(ex.model, ex.tokenizer, prompts, answers, "fipo", steps=1)
+    with pytest.raises(ValueError, match="answers"):
+        plain_rl_run(ex.model, ex.tokenizer, prompts, answers[:1], steps=1)

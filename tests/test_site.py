@@ -125,8 +125,20 @@ def browser(tmp_path_factory):
 def page_problems(driver, page: Path, figures: int = 0, timing: dict | None = None) -> list[str]:
     """What is wrong with one built page as the browser shows it (empty when nothing is). `timing[page]`, when given,
     gets the seconds from the request to the math typeset."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
     start = time.perf_counter()
     driver.get(page.as_uri())
+    # wait on the page's own state, not on get() alone: on a busy machine get() has returned with the document still
+    # "loading" (issue 27). The page is ready when it is this page and its load event has fired; then MathJax's
+    # startup promise says when its math is typeset (inside the script below).
+    try:
+        WebDriverWait(driver, LOAD_LIMIT, poll_frequency=0.2).until(
+            lambda d: d.execute_script("return [document.readyState, document.URL]") == ["complete", page.as_uri()])
+    except TimeoutException:
+        ready, url = driver.execute_script("return [document.readyState, document.URL]")
+        return [f"did not load within {LOAD_LIMIT} s: readyState {ready} at {url}"]
     state = driver.execute_async_script("""
         const done = arguments[arguments.length - 1];
         const report = () => {
@@ -239,3 +251,70 @@ def test_the_page_checks_catch_errors_and_missing_figures(browser, tmp_path):
                                                          "https://example.org/fig.png"]}
     assert any("figures" in p for p in page_problems(browser, out / "nbs" / "good.html", figures=2))
     assert any("did not load" in p for p in page_problems(browser, out / "nbs" / "missing.html"))
+
+
+def _executed_copy(nb_path: Path, png_b64: str, table_html: str) -> dict:
+    "The experiment notebook `nb_path` as papermill leaves it: its figure cell with a PNG, its table cell with a table."
+    nb = json.loads(nb_path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code" and "parameters" not in c["metadata"].get("tags", [])]
+    code[0]["outputs"] = [{"output_type": "display_data", "metadata": {},
+                           "data": {"image/png": png_b64, "text/plain": ["<Figure size 1000x300 with 4 Axes>"]}}]
+    code[-1]["outputs"] = [{"output_type": "execute_result", "execution_count": 3, "metadata": {},
+                            "data": {"text/html": [table_html], "text/plain": ["(the table)"]}}]
+    return nb
+
+
+def test_an_executed_report_notebook_renders_with_its_figure_and_table(browser, tmp_path):
+    """An experiment notebook that reproduce.sh executed (its copy under runs/<profile>/notebooks/report/) is a page of
+    the site with its figure and its table, linked from the start page, so a profile's results are on the site as
+    soon as its runs exist; the site's own start page and configuration are used, and without a run the page is
+    simply not there."""
+    import io
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    src = tmp_path / "src"
+    (src / "docs").mkdir(parents=True)
+    shutil.copy(ROOT / "docs" / "index.md", src / "docs" / "index.md")
+    report = src / "runs" / "cpu" / "notebooks" / "report"
+    report.mkdir(parents=True)
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.plot([0, 1, 2], [0.45, 0.52, 0.58])
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    table = pd.DataFrame({"method": ["DAPO", "DelTA"], "first 10 %": [0.451, 0.449], "last 10 %": [0.562, 0.571]})
+    nb = _executed_copy(ROOT / "nbs" / "experiments" / "fig2_dynamics.ipynb", base64.b64encode(buf.getvalue()).decode(),
+                        table.to_html(index=False))
+    (report / "fig2_dynamics.ipynb").write_text(json.dumps(nb))
+    out = tmp_path / "out"
+    build(src, out)
+    page = out / "runs" / "cpu" / "notebooks" / "report" / "fig2_dynamics.html"
+    assert page.is_file(), sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
+    assert "runs/cpu/notebooks/report/fig2_dynamics.html" in (out / "docs" / "index.html").read_text()
+    assert page_problems(browser, page, figures=1) == []
+    rows = [r.text.split() for r in browser.find_elements("css selector", "article table tr")]
+    assert ["DelTA", "0.449", "0.571"] in rows, rows
+    assert "Fig. 2" in browser.find_element("css selector", "article h1").text
+    # without a run, the same start page builds and has no such page
+    shutil.rmtree(src / "runs")
+    empty = tmp_path / "empty"
+    build(src, empty)
+    assert not (empty / "runs").exists()
+
+
+def test_outputs_of_the_reading_path_are_not_clipped(site, browser):
+    """The content column is wide enough for the outputs of index and 00-03: no output block needs a scroll bar in a
+    1280-pixel window (the widest lines are 120 characters)."""
+    clipped = {}
+    for name in ("index", "00_proxies", "01_coefficients", "02_losses", "03_trainer"):
+        browser.get((site / "nbs" / f"{name}.html").as_uri())
+        wide = browser.execute_script("""
+            return Array.from(document.querySelectorAll('article div.cell_output pre'))
+              .filter(p => p.scrollWidth > p.clientWidth + 1).map(p => p.innerText.split('\\n')[0].slice(0, 60));""")
+        if wide:
+            clipped[name] = wide
+    assert not clipped, clipped

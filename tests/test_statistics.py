@@ -13,7 +13,8 @@ from delta_repro.evaluation import (detectable_effect, difference_ci, estimate_t
                                     save_results, smallest_p)
 from delta_repro.experiments import load_plan
 from delta_repro.reporting import (check_claims, claim, compare_with_paper, contrast_pair, curve_auc, evidence_ranks,
-                                   judge_claims, learning_summary, report_benchmarks, reward_summary, seed_scores,
+                                   judge_claims, learning_summary, primary_claim, report_benchmarks, reward_summary,
+                                   seed_scores,
                                    table_report, warm_start_dir, write_table)
 
 
@@ -209,15 +210,46 @@ def _plan(tmp_path, seeds=(0, 1, 2)):
     return load_plan(tmp_path / "plan.yaml")
 
 
-def _run(runs, run_id, method, seed, held, dev=0.0, curve=((0, 10.0), (10, 20.0))):
-    """A finished, evaluated run: 4 problems x 2 samples on 'held' with `held` of the 8 correct, and 'dev'."""
-    rows = []
-    for bench, n_ok in (("held", held), ("dev", dev)):
+def _run(runs, run_id, method, seed, held, dev=0.0, curve=((0, 10.0), (10, 20.0)), last=None):
+    """A finished, evaluated run: 4 problems x 2 samples on 'held' with `held` of the 8 correct, and 'dev'; and its
+    last policy's evaluation on 'held' (`eval_final.csv`) with `last` of the 8 correct (default: `held`, as when the
+    selected checkpoint is the last one)."""
+    def rows_of(bench, n_ok):
         flags = [1] * int(n_ok) + [0] * (8 - int(n_ok))
-        rows += [dict(run_id=run_id, method=method, seed=seed, benchmark=bench, problem_id=f"p{i // 2}", sample=i % 2,
-                      correct=bool(f), parseable=True, length=3, completion="x") for i, f in enumerate(flags)]
-    save_results(pd.DataFrame(rows), runs / run_id / "eval.csv")
+        return [dict(run_id=run_id, method=method, seed=seed, benchmark=bench, problem_id=f"p{i // 2}", sample=i % 2,
+                     correct=bool(f), parseable=True, length=3, completion="x") for i, f in enumerate(flags)]
+    save_results(pd.DataFrame(rows_of("held", held) + rows_of("dev", dev)), runs / run_id / "eval.csv")
+    if method != "warm start":
+        save_results(pd.DataFrame(rows_of("held", held if last is None else last)), runs / run_id / "eval_final.csv")
     (runs / run_id / "DONE").write_text(json.dumps({"selection": [{"step": s, "accuracy": a} for s, a in curve]}))
+
+
+def test_primary_claim_and_the_last_policy_hand_computed(tmp_path):
+    plan = _plan(tmp_path)
+    runs = tmp_path / "runs"
+    assert primary_claim(plan, runs).empty  # the plan fixes none
+    plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
+                                     relation=">", checkpoint="final", benchmarks=["held"], alpha=0.05)
+    assert primary_claim(plan, runs).loc["DelTA > DAPO", "verdict"] == "runs missing"
+    last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4]}  # correct of 8 for the last policy; the selected ones all 4 of 8
+    for rid, r in plan.runs.items():
+        if r.method in last: _run(runs, rid, r.method, r.seed, 4, dev=8, last=last[r.method][r.seed])
+    _run(runs, warm_start_dir(runs, "tiny-qwen3", "math").name, "warm start", 0, 2)
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert (c["family"], c["metric"], c["benchmarks"]) == ("primary", "last", "held")
+    assert c["effect"] == pytest.approx(50.0) and c["p"] == pytest.approx(0.05) and c["p_holm"] == c["p"]  # alone
+    assert c["interval"] == "paired by problem and seed (4 problems)" and c["ci_low"] <= 50.0 <= c["ci_high"]
+    assert 0 < c["p_problems"] < 1 and c["verdict"] == "not testable with 3 vs 3 seeds"  # 3 vs 3 floor: p = 1/20
+    assert check_claims(plan, runs).loc["DelTA > DAPO", "effect"] == pytest.approx(0.0)  # selected: 4 of 8 for both
+    s = learning_summary(plan, runs).loc[("tiny-qwen3", "math")]
+    assert s.loc["DelTA", "checkpoint"] == "last policy" and s.loc["DelTA", "gain"] == pytest.approx(62.5)
+    assert s.loc["DAPO", "gain"] == pytest.approx(12.5) and np.isfinite(s.loc["DAPO", "gain p (Wilcoxon)"])
+    plan.raw["primary_claim"]["benchmarks"] = ["dev"]
+    with pytest.raises(ValueError, match="primary_claim.benchmarks"):
+        primary_claim(plan, runs)
+    plan.raw["primary_claim"] = {"claim": "x"}
+    with pytest.raises(ValueError, match="primary_claim"):
+        primary_claim(plan, runs)
 
 
 def test_report_benchmarks_exclude_the_selection_set(tmp_path):
@@ -251,7 +283,8 @@ def test_seed_scores_claims_and_learning_summary_hand_computed(tmp_path):
     assert claims.loc["DelTA > within-side only", "verdict"] == "not in the plan"  # no table2 in this plan
     assert claims.loc["DAPO > Bottom-50%", "effect"] == pytest.approx(37.5 - 100 / 24)
 
-    s = learning_summary(plan, runs).loc[("tiny-qwen3", "math")]
+    s = learning_summary(plan, runs, "final").loc[("tiny-qwen3", "math")]
+    assert s.loc["DelTA", "checkpoint"] == "selected"
     assert s.loc["DelTA", "warm start"] == pytest.approx(25.0) and s.loc["DelTA", "after RL"] == pytest.approx(87.5)
     assert s.loc["DelTA", "gain"] == pytest.approx(62.5) and s.loc["DelTA", "learns"] == "yes"
     assert s.loc["DelTA", "gain low"] > 0 and s.loc["DelTA", "seeds"] == 3
@@ -367,18 +400,16 @@ def test_a_benchmark_below_one_percent_for_every_method_is_a_floor(tmp_path):
     assert compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base").attrs["floors"] == {}
 
 
-def test_gain_ci_puts_the_warm_starts_noise_inside_the_interval():
+def test_gain_ci_is_paired_by_problem_and_puts_the_seeds_inside():
     from delta_repro.reporting import gain_ci
-    after = [30.0, 31.0, 29.0, 30.0]
-    g, lo, hi = gain_ci(after, [20.0] * 50)               # a noiseless warm start: only the seeds vary
-    assert g == 10.0 and 9.0 <= lo < 10 < hi <= 11.0
-    noisy = [0.0, 40.0] * 25                               # same mean, per-problem spread 20 points
-    g2, lo2, hi2 = gain_ci(after, noisy)
-    assert g2 == 10.0 and lo2 < lo - 3 and hi2 > hi + 3    # SE 20/sqrt(50) = 2.8 widens it both ways
-    assert np.isnan(gain_ci([30.0, 31.0], noisy)[1])      # two seeds: no interval
-    with pytest.raises(ValueError, match="non-empty"):
-        gain_ci([], noisy)
-
+    warm = np.linspace(0.0, 100.0, 40)                    # problems of every difficulty
+    after = np.stack([warm + d for d in (4.0, 5.0, 6.0)])  # RL adds 4-6 points on every problem, by seed
+    g = gain_ci(after, warm)
+    assert g["effect"] == pytest.approx(5.0) and 4.0 <= g["low"] < 5.0 < g["high"] <= 6.0  # only the seeds vary
+    assert g["p_wilcoxon"] < 1e-6
+    assert np.isnan(gain_ci(after[:2], warm)["low"])      # two seeds: no interval
+    with pytest.raises(ValueError, match="same problems"):
+        gain_ci(after, warm[:10])
 
 def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
     import yaml
@@ -387,6 +418,7 @@ def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
     from pathlib import Path
     raw = yaml.safe_load((Path(__file__).parents[1] / "configs" / "smoke.yaml").read_text())
     raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO"], "seeds": [0, 1, 2]}}
+    raw["tasks"]["math"]["eval"].pop("CHAMP")  # the one reported set: basic_arithmetic
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
     plan = load_plan(tmp_path / "plan.yaml")
     def write(d, correct, lenient, parseable):
@@ -396,7 +428,7 @@ def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
     runs = tmp_path / "runs"
     write(warm_start_dir(runs, "tiny-qwen3", "math"), [1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 0, 1])  # strict 25, lenient 50
     for rid in plan.runs: write(runs / rid, [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1])              # strict 50, lenient 50
-    row = learning_summary(plan, runs).iloc[0]
+    row = learning_summary(plan, runs, "final").iloc[0]
     assert row["warm start"] == 50 and row["after RL"] == 50 and row["gain"] == 0      # format learned, correctness not
     assert row["gain (strict)"] == 25 and row["unparseable % (warm start)"] == 50 and row["unparseable % (after RL)"] == 0
     assert row["learns"] == "no"

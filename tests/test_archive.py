@@ -1,0 +1,85 @@
+"""The per-run archive (scripts/archive_runs.py): byte-stable, never overwritten, restored as it was; and the order
+in which reproduce.sh trains a plan's runs (experiments.run_order)."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from delta_repro.experiments import load_plan, run_order
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("archive_runs", ROOT / "scripts" / "archive_runs.py")
+archive_runs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(archive_runs)
+
+
+def _finished(runs: Path, rid: str, text: str = "a"):
+    d = runs / rid
+    (d / "best").mkdir(parents=True)
+    (d / "best" / "model.safetensors").write_bytes(b"\0" * 64)  # a checkpoint: never archived
+    (d / "DONE").write_text(json.dumps({"run_id": rid}))
+    (d / "eval.csv").write_text(f"benchmark,problem_id\nheld,{text}\n")
+    (d / "eval_final.csv").write_text("benchmark,problem_id\nheld,p\n")
+
+
+def test_archive_round_trip_is_byte_stable_and_never_overwrites(tmp_path, capsys):
+    runs, cache, out = tmp_path / "runs", tmp_path / "cache", tmp_path / "figures"
+    _finished(runs, "m__math__DAPO__s0")
+    (runs / "m__math__DelTA__s0").mkdir(parents=True)  # still training: no eval.csv, not archived
+    for name, steps in (("m-math-0123", 600), ("m-math-4567", 10)):  # the plan's warm start, and another profile's
+        ws = cache / name
+        ws.mkdir(parents=True)
+        (ws / "warm_start.json").write_text(json.dumps(dict(max_steps=steps, learning_rate=3e-3, batch_size=32)))
+        (ws / "config.json").write_text(json.dumps(dict(hidden_size=128, num_hidden_layers=4)))
+        (ws / "model.safetensors").write_bytes(b"w" * 10)
+    backbones = {"m": dict(hidden_size=128, num_layers=4, warm_start=dict(max_steps=600, learning_rate=3e-3, batch_size=32))}
+    new = archive_runs.archive(out, runs, cache, backbones=backbones)
+    assert sorted(p.name for p in new) == ["m-math-0123.tar.gz", "m__math__DAPO__s0.tar.gz"]
+    first = (out / "runs" / "m__math__DAPO__s0.tar.gz").read_bytes()
+    assert archive_runs.archive(out, runs, cache, backbones=backbones) == []  # nothing new
+    (runs / "m__math__DAPO__s0" / "DONE").touch()          # a new mtime: the same bytes
+    assert archive_runs._tar_bytes(runs, [runs / "m__math__DAPO__s0" / m for m in ("DONE", "eval.csv", "eval_final.csv")]) == first
+    (runs / "m__math__DAPO__s0" / "eval.csv").write_text("changed\n")  # retrained differently: reported, kept
+    assert archive_runs.archive(out, runs, cache, backbones=backbones) == []
+    assert "differs from its archive" in capsys.readouterr().err
+    assert (out / "runs" / "m__math__DAPO__s0.tar.gz").read_bytes() == first
+    # a fresh clone: restore unpacks the run without its checkpoint, and the warm start into the cache
+    runs2, cache2 = tmp_path / "clone" / "runs", tmp_path / "clone" / "cache"
+    assert archive_runs.restore(out, runs2, cache2) == (1, 1)
+    d = runs2 / "m__math__DAPO__s0"
+    assert sorted(p.name for p in d.iterdir()) == ["DONE", "eval.csv", "eval_final.csv"]
+    assert (d / "eval.csv").read_text() == "benchmark,problem_id\nheld,a\n"
+    assert (cache2 / "m-math-0123" / "model.safetensors").read_bytes() == b"w" * 10
+    assert archive_runs.restore(out, runs2, cache2) == (0, 0)  # present runs are left alone
+    # the checkpoint a figure re-reads is archived apart, and restored into its run
+    assert [p.name for p in archive_runs.archive(out, runs, cache, {"m__math__DAPO__s0", "m__math__DelTA__s0"}, backbones)] == ["m__math__DAPO__s0.tar.gz"]
+    archive_runs.restore(out, runs2, cache2)
+    assert (runs2 / "m__math__DAPO__s0" / "best" / "model.safetensors").read_bytes() == b"\0" * 64
+    assert (runs2 / "m__math__DAPO__s0" / "eval.csv").exists()
+
+
+def test_restore_refuses_a_tar_with_foreign_members(tmp_path):
+    import tarfile
+    out = tmp_path / "figures"
+    (out / "runs").mkdir(parents=True)
+    evil = tmp_path / "evil"; evil.write_text("x")
+    with tarfile.open(out / "runs" / "r1.tar.gz", "w:gz") as t:
+        t.add(evil, arcname="../outside")
+    with pytest.raises(SystemExit, match="unexpected members"):
+        archive_runs.restore(out, tmp_path / "runs", tmp_path / "cache")
+    assert not (tmp_path / "outside").exists()
+
+
+def test_runs_train_seed_by_seed_with_methods_interleaved_and_code_last():
+    plan = load_plan(ROOT / "configs" / "cpu.yaml")
+    order = run_order(plan)
+    assert sorted(order) == sorted(plan.runs) and len(order) == len(set(order))
+    assert order[:4] == ["tiny-qwen3__math__DelTA__s0", "tiny-qwen3__math__DAPO__s0",
+                         "tiny-qwen3__math__DelTA__s1", "tiny-qwen3__math__DAPO__s1"]
+    tasks = [plan.runs[r].task for r in order]
+    assert tasks.index("code") == len(tasks) - tasks.count("code")  # every code run after every math run
+    assert run_order(plan, ["table9_olmo3"]) == ["tiny-olmo3__math__DAPO__s0", "tiny-olmo3__math__DelTA__s0",
+                                                 "tiny-olmo3__math__DAPO__s1", "tiny-olmo3__math__DelTA__s1"]
+    with pytest.raises(ValueError, match="artefacts"):
+        run_order(plan, ["no_such_table"])
