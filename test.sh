@@ -3,7 +3,8 @@
 # delta_repro/ is in sync with the notebooks, runs the notebooks' own tests (nbdev-test), then pytest.
 # Then it runs the smoke profile of reproduce.sh (the tests check its artefacts; DELTA_SKIP_SMOKE=1 skips it), and
 # creates or reuses the optional vLLM environment .venv-vllm for tests/test_vllm.py (DELTA_SKIP_VLLM=1 skips it; the
-# test then skips, saying so). CI runs both.
+# test then skips, saying so), and the optional verl environment .venv-verl for tests/test_verl.py (DELTA_SKIP_VERL=1
+# skips it, likewise). CI runs all of them.
 # Extra arguments go to pytest, e.g. `bash test.sh -k coefficients`.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -37,6 +38,14 @@ if [ "${DELTA_SKIP_VLLM:-0}" != 1 ]; then
   echo "[test] the optional vLLM environment .venv-vllm (DELTA_SKIP_VLLM=1 skips it and tests/test_vllm.py)"
   bash scripts/vllm_env.sh
   export DELTA_VLLM_PYTHON="${DELTA_VLLM_VENV:-$PWD/.venv-vllm}/bin/python"
+fi
+
+if [ "${DELTA_SKIP_VERL:-0}" != 1 ]; then
+  # verl 0.9.1 beside the pinned stack (scripts/verl_env.sh; it needs transformers < 5.11): ~2 GB, ~5 min the first
+  # time on this 2-core machine, seconds afterwards; tests/test_verl.py then takes ~2.5 min.
+  echo "[test] the optional verl environment .venv-verl (DELTA_SKIP_VERL=1 skips it and tests/test_verl.py)"
+  bash scripts/verl_env.sh
+  export DELTA_VERL_PYTHON="${DELTA_VERL_VENV:-$PWD/.venv-verl}/bin/python"
 fi
 
 echo "[test] pytest"
