@@ -4,7 +4,8 @@
 #   bash reproduce.sh [--profile smoke|cpu|gpu1|paper] [--only ARTEFACT ...] [--jobs N] [--dry-run | --reports-only]
 #
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
-#              cpu:   the default without a GPU: real RL that learns on offline tasks, ~3-4 h on 2 cores / 24 GB
+#              cpu:   the default without a GPU: real RL on offline tasks, ~7-9 h on 2 cores / 24 GB (10-16 min per pair of
+#                     tiny runs measured; it spans sessions: finished runs are archived and skipped)
 #              gpu1:  Qwen3-0.6B-Base on MATH with vLLM, DelTA vs DAPO (3 seeds) and ablations, ~a day on one 80 GB GPU
 #                     (the default when nvidia-smi sees exactly one GPU)
 #              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees several GPUs)
@@ -41,8 +42,9 @@ while [ $# -gt 0 ]; do
             while [ $# -gt 0 ] && [[ "$1" != --* ]]; do only+=("$1"); shift; n=$((n + 1)); done
             # an empty --only would otherwise mean "every artefact": hours of work nobody asked for
             [ "$n" -gt 0 ] || usage_error "--only needs at least one artefact name" ;;
-    --jobs) jobs="${2:-}"; shift; [ $# -gt 0 ] && shift ;;
-    --jobs=*) jobs="${1#*=}"; shift ;;
+    --jobs) { [ $# -ge 2 ] && [[ "$2" != --* ]]; } || usage_error "--jobs needs a positive integer"
+            jobs="$2"; shift 2 ;;
+    --jobs=*) jobs="${1#*=}"; [ -n "$jobs" ] || usage_error "--jobs needs a positive integer"; shift ;;
     --dry-run) dry_run=1; shift ;;
     --reports-only) reports_only=1; shift ;;
     --retrain) retrain=1; shift ;;

@@ -280,6 +280,8 @@ def paired_difference(a, b, alternative: str = "greater", paired_seeds: bool = F
     if paired_seeds and a.shape[0] != b.shape[0]:
         raise ValueError(f"paired_seeds needs the same seeds on both sides, got {a.shape[0]} and {b.shape[0]} runs")
     if not 0 < confidence < 1: raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not isinstance(n_resamples, (int, np.integer)) or n_resamples < 100:
+        raise ValueError(f"n_resamples must be an int >= 100 (fewer make no interval), got {n_resamples!r}")
     (s_a, p), s_b = a.shape, b.shape[0]
     effect = float(a.mean() - b.mean())
     rng = np.random.default_rng(seed)

@@ -32,12 +32,28 @@ def _tar_bytes(base: Path, files: list[Path]) -> bytes:
     return buf.getvalue()
 
 
+REFUSED: list[str] = []  # what differed from its archive in this call (main() exits 1 when any did)
+
+
+def _committed(target: Path) -> bytes | None:
+    "The committed content of `target` in this repository's HEAD, or None (not committed, or not in a git checkout)."
+    try:
+        rel = target.resolve().relative_to(ROOT)
+        r = subprocess.run(["git", "show", f"HEAD:{rel.as_posix()}"], cwd=ROOT, capture_output=True)
+        return r.stdout if r.returncode == 0 else None
+    except (ValueError, OSError):
+        return None
+
+
 def _write_once(target: Path, data: bytes, what: str) -> bool:
-    "Write `data` to `target` unless it exists; True when written. A differing existing file is reported, never replaced."
-    if target.exists():
-        if target.read_bytes() != data:
-            print(f"[archive] {what}: differs from its archive {target}; the archive is kept "
-                  "(finished results are never overwritten)", file=sys.stderr)
+    """Write `data` to `target` unless it exists, or was committed (a deleted archive file is not re-made from a
+    changed run); True when written. A differing existing or committed file is reported, never replaced."""
+    old = target.read_bytes() if target.exists() else _committed(target)
+    if old is not None:
+        if old != data:
+            REFUSED.append(what)
+            print(f"[archive] {what}: differs from its archive {target}{'' if target.exists() else ' (committed, deleted here)'}; "
+                  "the archive is kept (finished results are never overwritten)", file=sys.stderr)
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + f".tmp{os.getpid()}")
@@ -143,13 +159,15 @@ def main():
     ap.add_argument("--restore", action="store_true", help="unpack archived runs instead of archiving")
     ap.add_argument("--commit", action="store_true", help="commit the newly archived files (only those)")
     a = ap.parse_args()
+    if not (ROOT / "configs" / f"{a.profile}.yaml").exists():
+        ap.error(f"--profile: no configs/{a.profile}.yaml")
     runs_dir = Path(a.runs_dir) if a.runs_dir else ROOT / "runs" / a.profile / "runs"
     cache = Path(os.environ.get("DELTA_REPRO_CACHE", ROOT / "runs" / "cache"))
     out_dir = ROOT / "figures" / a.profile
     if a.restore:
         n, w = restore(out_dir, runs_dir, cache)
         print(f"[archive] restored {n} archived run{'s' if n != 1 else ''} and {w} warm start{'s' if w != 1 else ''} "
-              f"of figures/{a.profile}/ into runs/ ({len(list((ROOT / 'figures' / a.profile / 'runs').glob('*.tar.gz')))} archived in all)")
+              f"of figures/{a.profile}/ into {runs_dir} ({len(list((ROOT / 'figures' / a.profile / 'runs').glob('*.tar.gz')))} archived in all)")
         return
     try:  # the runs whose checkpoint a report re-reads: the plan's batch artefacts (Fig. 1, Fig. 5, the λ heat-map)
         sys.path.insert(0, str(ROOT))
@@ -164,6 +182,7 @@ def main():
     new = archive(out_dir, runs_dir, cache, keep, backbones)
     print(f"[archive] {len(new)} new: {', '.join(p.name for p in new) or 'nothing to add'}")
     if a.commit and new: commit(new)
+    if REFUSED: sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -83,3 +83,25 @@ def test_runs_train_seed_by_seed_with_methods_interleaved_and_code_last():
                                                  "tiny-olmo3__math__DAPO__s1", "tiny-olmo3__math__DelTA__s1"]
     with pytest.raises(ValueError, match="artefacts"):
         run_order(plan, ["no_such_table"])
+
+
+def test_a_committed_archive_deleted_here_is_not_remade_from_a_changed_run(tmp_path, monkeypatch, capsys):
+    import subprocess
+    repo = tmp_path / "repo"
+    runs, cache, out = repo / "runs", repo / "cache", repo / "figures" / "cpu"
+    _finished(runs, "m__math__DAPO__s0")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.setattr(archive_runs, "ROOT", repo)
+    monkeypatch.setattr(archive_runs, "REFUSED", [])
+    [target] = archive_runs.archive(out, runs, cache)
+    first = target.read_bytes()
+    git = lambda *a: subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *a], check=True, capture_output=True)
+    git("add", "figures"); git("commit", "-qm", "archive")
+    target.unlink()                                                     # deleted from the working tree
+    (runs / "m__math__DAPO__s0" / "eval.csv").write_text("changed\n")  # and the run changed
+    assert archive_runs.archive(out, runs, cache) == [] and not target.exists()
+    assert "committed, deleted here" in capsys.readouterr().err and archive_runs.REFUSED == ["m__math__DAPO__s0"]
+    (runs / "m__math__DAPO__s0" / "eval.csv").write_text("benchmark,problem_id\nheld,a\n")  # the run as archived
+    assert archive_runs.archive(out, runs, cache) == []  # same bytes as committed: nothing to do, nothing refused
+    git("checkout", "--", "figures")
+    assert target.read_bytes() == first

@@ -109,6 +109,9 @@ def test_bad_arguments_are_refused():
     (["--only", "--dry-run"], "--only needs"),
     (["--profile", "smoke", "--dry-run", "--reports-only"], "cannot be combined"),  # was: one flag silently won
     (["--reports-only", "--dry-run"], "cannot be combined"),
+    (["--jobs"], "--jobs needs"),  # was: the default of 2, and a full training run
+    (["--jobs", "--dry-run"], "--jobs needs"),
+    (["--jobs="], "--jobs needs"),
 ])
 def test_ambiguous_arguments_are_usage_errors(args, msg):
     res = subprocess.run(["bash", "reproduce.sh", *args], cwd=ROOT, capture_output=True, text=True, timeout=60)

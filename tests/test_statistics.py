@@ -61,6 +61,9 @@ def test_paired_difference_rejects_bad_input():
         paired_difference([[1.0], [2.0]], [[1.0]], paired_seeds=True)
     with pytest.raises(ValueError, match="alternative"):
         paired_difference([[1.0]], [[1.0]], alternative="bigger")
+    for n in (0, 1, -5, 2.5):
+        with pytest.raises(ValueError, match="n_resamples"):
+            paired_difference([[1.0]], [[1.0]], n_resamples=n)
 
 
 def test_mean_ci_edge_cases_and_errors():
