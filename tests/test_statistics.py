@@ -232,7 +232,7 @@ def test_primary_claim_and_the_last_policy_hand_computed(tmp_path):
     runs = tmp_path / "runs"
     assert primary_claim(plan, runs).empty  # the plan fixes none
     plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
-                                     relation=">", checkpoint="final", benchmarks=["held"], alpha=0.05)
+                                     relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05)
     assert primary_claim(plan, runs).loc["DelTA > DAPO", "verdict"] == "runs missing"
     last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4]}  # correct of 8 for the last policy; the selected ones all 4 of 8
     for rid, r in plan.runs.items():
