@@ -37,30 +37,37 @@ def headline_problems(text: str) -> list[str]:
     cover (the 95 of '95 % CI' aside), so that no unchecked number can be added."""
     problems, covered = [], []
     text = " ".join(text.split())  # sentences wrap across lines
-    claim = re.search(rf"DelTA − DAPO, \"held-out\" accuracy after RL \(`(?P<file>[^`]+)`\): (?P<effect>{NUM}) points, "
-                      rf"95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), p = (?P<p>{NUM}), (?P<na>\d+) vs (?P<nb>\d+) seeds: "
+    claim = re.search(rf"DelTA − DAPO, held-out accuracy of the last policy \(`(?P<file>[^`]+)`\): (?P<effect>{NUM}) "
+                      rf"points, 95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), p = (?P<p>{NUM}), per-problem Wilcoxon p = "
+                      rf"(?P<pw>{NUM}), (?P<na>\d+) vs (?P<nb>\d+) seeds, detectable (?P<det>{NUM}) points: "
                       rf"(?P<verdict>[a-z ]+)\.", text)
     if not claim:
         return ["the DelTA − DAPO sentence is missing or reworded"]
     covered.append(claim.span())
-    (row,) = [r for r in _rows(claim["file"]) if r["claim"] == "DelTA > DAPO" and r["metric"] == "final"]
-    for key, col in [("effect", "effect"), ("lo", "ci_low"), ("hi", "ci_high"), ("p", "p"), ("na", "n_a"), ("nb", "n_b")]:
+    (row,) = [r for r in _rows(claim["file"]) if r["claim"] == "DelTA > DAPO" and r["family"] == "primary"]
+    for key, col in [("effect", "effect"), ("lo", "ci_low"), ("hi", "ci_high"), ("p", "p"), ("pw", "p_problems"),
+                     ("na", "n_a"), ("nb", "n_b"), ("det", "detectable")]:
         if not _same(claim[key], float(row[col])):
             problems.append(f"DelTA − DAPO {col}: README {claim[key]}, {claim['file']} {float(row[col]):.4f}")
     if claim["verdict"] != row["verdict"]:
         problems.append(f"DelTA − DAPO verdict: README '{claim['verdict']}', {claim['file']} '{row['verdict']}'")
-    gain = re.search(r"Gain over the warm start \(`(?P<file>[^`]+)`\): (?P<body>[^.]*(?:\.\d[^.]*)*)\.", text)
-    if not gain:
-        return problems + ["the gain sentence is missing or reworded"]
-    covered.append(gain.span())
-    rows = {r["method"]: r for r in _rows(gain["file"])}
-    stated = re.findall(rf"(DelTA|DAPO) ({NUM})(?: points)? \((?:95 % CI )?({NUM}) to ({NUM})\)", gain["body"])
-    if sorted(m for m, *_ in stated) != ["DAPO", "DelTA"]:
-        problems.append(f"the gain sentence should state DelTA's and DAPO's gain with an interval: {gain['body']}")
-    for method, *values in stated:
-        for v, col in zip(values, ["gain", "gain low", "gain high"]):
-            if not _same(v, float(rows[method][col])):
-                problems.append(f"{method} {col}: README {v}, {gain['file']} {float(rows[method][col]):.4f}")
+    gains = list(re.finditer(r"Gain (?:over the warm start|at the selected checkpoints) \(`(?P<file>[^`]+)`[^)]*\): "
+                             r"(?P<body>[^.]*(?:\.\d[^.]*)*)\.", text))
+    if len(gains) != 2:
+        return problems + ["the two gain sentences are missing or reworded"]
+    for gain in gains:
+        covered.append(gain.span())
+        rows = {r["method"]: r for r in _rows(gain["file"])}
+        stated = re.findall(rf"(DelTA|DAPO) ({NUM})(?: points)? \((?:95 % CI )?({NUM}) to ({NUM})\)", gain["body"])
+        if sorted(m for m, *_ in stated) != ["DAPO", "DelTA"]:
+            problems.append(f"a gain sentence should state DelTA's and DAPO's gain with an interval: {gain['body']}")
+        for method, *values in stated:
+            for v, col in zip(values, ["gain", "gain low", "gain high"]):
+                if not _same(v, float(rows[method][col])):
+                    problems.append(f"{method} {col}: README {v}, {gain['file']} {float(rows[method][col]):.4f}")
+        warm = re.search(rf"from a warm start at ({NUM}) %", gain["body"])
+        if warm and not all(_same(warm[1], float(r["warm start"])) for r in rows.values()):
+            problems.append(f"warm start: README {warm[1]}, {gain['file']} {[r['warm start'] for r in rows.values()]}")
     rest = text
     for a, b in sorted(covered, reverse=True):
         rest = rest[:a] + rest[b:]
@@ -78,7 +85,7 @@ def test_readme_first_screen():
     assert headings[:2] == ["## Two commands", "## Result so far"], headings
     assert lines.index("## Result so far") < 50  # the result is on the first screen
     head = section(text, "Result so far")
-    assert "being rebuilt on clean splits" in head and "measured on training problems" in head and "not evidence" in head
+    assert "primary claim" in head and "not supported" in head and "measured on training problems" in head
     (figure,) = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", head)
     assert (ROOT / figure).is_file() and figure.endswith(".png"), figure
     commands = re.findall(r"^bash (\S+)", section(text, "Two commands"), re.M)
@@ -89,9 +96,11 @@ def test_every_number_of_the_result_is_the_one_in_the_file_it_names():
     head = section(README.read_text(), "Result so far")
     assert headline_problems(head) == []
     # the check fails when a number drifts from its file or a number it does not know is added
-    assert any("effect" in p for p in headline_problems(head.replace("+0.31 points", "+0.41 points")))
-    assert any("DAPO gain high" in p for p in headline_problems(head.replace("+13.6)", "+13.9)")))
-    assert any("p:" in p for p in headline_problems(head.replace("p = 0.37", "p = 0.04")))
+    assert any("effect" in p for p in headline_problems(head.replace("−0.05 points", "−0.15 points")))
+    assert any("DAPO gain high" in p for p in headline_problems(head.replace("+0.4 to +3.5)", "+0.4 to +3.9)")))
+    assert any("DAPO gain low" in p for p in headline_problems(head.replace("(−0.1 to", "(+0.1 to")))
+    assert any("p:" in p for p in headline_problems(head.replace("p = 0.49", "p = 0.04")))
+    assert any("warm start" in p for p in headline_problems(head.replace("69.7 %", "54.7 %")))
     assert any("does not check" in p for p in headline_problems(head + "\nDelTA wins by 4 points.\n"))
 
 
