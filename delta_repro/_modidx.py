@@ -24,6 +24,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                   'delta_repro/coefficients.py'),
                                           'delta_repro.coefficients.DeltaConfig.adaptive': ( 'coefficients.html#deltaconfig.adaptive',
                                                                                              'delta_repro/coefficients.py'),
+                                          'delta_repro.coefficients.DeltaConfig.from_fields': ( 'coefficients.html#deltaconfig.from_fields',
+                                                                                                'delta_repro/coefficients.py'),
                                           'delta_repro.coefficients.StreamingDeltaEstimator': ( 'streaming.html#streamingdeltaestimator',
                                                                                                 'delta_repro/coefficients.py'),
                                           'delta_repro.coefficients.StreamingDeltaEstimator.__init__': ( 'streaming.html#streamingdeltaestimator.__init__',

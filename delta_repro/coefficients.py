@@ -148,6 +148,23 @@ class DeltaConfig:
         "True when γ is re-estimated from the margins (soft assignment with `temperature='adaptive'`)."
         return self.assignment == "soft" and self.temperature == "adaptive"
 
+    @classmethod
+    def from_fields(cls, obj) -> "DeltaConfig":
+        """The `DeltaConfig` an object's `delta_*` fields describe (`DeltaGRPOConfig`, the verl plugin's
+        `VerlDeltaConfig`): `delta_K`, `delta_lam_min`, `delta_lam_max`, `delta_temperature` ("adaptive", "distance",
+        a number, or a numeric string as a config file may give it), `delta_assignment`, `delta_contrast`,
+        `delta_range_map`, `delta_normalize`, `delta_eps`. Raises `ValueError` naming the `delta_` field."""
+        t = obj.delta_temperature
+        if isinstance(t, str) and t not in _TEMPERATURES:
+            try: t = float(t)
+            except ValueError: raise ValueError(f"delta_temperature must be 'adaptive', 'distance' or a number, got {t!r}")
+        try:
+            return cls(K=obj.delta_K, lam_min=obj.delta_lam_min, lam_max=obj.delta_lam_max, temperature=t,
+                       assignment=obj.delta_assignment, contrast=obj.delta_contrast, range_map=obj.delta_range_map,
+                       normalize=obj.delta_normalize, eps=obj.delta_eps)
+        except ValueError as e:
+            raise ValueError(f"delta_{e}") from None
+
 # %% ../nbs/01_coefficients.ipynb #d48d9f0c
 def _fixed_temperature(mu: torch.Tensor, cfg: DeltaConfig) -> torch.Tensor:
     "γ (2,) of the variants without adaptive γ, from the initial centroids `mu` (2, d)."

@@ -84,17 +84,8 @@ class VerlDeltaConfig:
 
     @property
     def delta_config(self) -> DeltaConfig:
-        "The `DeltaConfig` these fields describe."
-        t = self.delta_temperature
-        if isinstance(t, str) and t not in ("adaptive", "distance"):
-            try: t = float(t)
-            except ValueError: raise ValueError(f"delta_temperature must be 'adaptive', 'distance' or a number, got {t!r}")
-        try:
-            return DeltaConfig(K=self.delta_K, lam_min=self.delta_lam_min, lam_max=self.delta_lam_max, temperature=t,
-                               assignment=self.delta_assignment, contrast=self.delta_contrast,
-                               range_map=self.delta_range_map, normalize=self.delta_normalize, eps=self.delta_eps)
-        except ValueError as e:
-            raise ValueError(f"delta_{e}") from None
+        "The `DeltaConfig` these fields describe (`DeltaConfig.from_fields`)."
+        return DeltaConfig.from_fields(self)
 
     @property
     def active(self) -> bool:
