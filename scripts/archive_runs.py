@@ -104,31 +104,31 @@ def archive(out_dir: Path, runs_dir: Path, cache: Path, checkpoint_runs=(), back
     return new
 
 
+def _unpack(archive_file: Path, dest: Path, inner: str) -> None:
+    """Unpack `archive_file`, whose every member must be a plain file under `inner` (a relative path such as
+    "<run>" or "<run>/best"), into `dest / inner`, through a temporary folder so that an interrupted unpack leaves
+    nothing half-written. Raises `SystemExit` naming the archive when a member lies elsewhere."""
+    with tarfile.open(archive_file) as tar:
+        bad = [m.name for m in tar.getmembers() if not m.isfile() or not m.name.startswith(inner + "/") or ".." in m.name]
+        if bad: raise SystemExit(f"[archive] {archive_file}: unexpected members {bad[:3]}; not unpacked")
+        tmp = dest / f".{archive_file.name}.restore{os.getpid()}"
+        tar.extractall(tmp, filter="data")
+    (dest / inner).parent.mkdir(parents=True, exist_ok=True)
+    (tmp / inner).rename(dest / inner)
+    shutil.rmtree(tmp)
+
+
 def restore(out_dir: Path, runs_dir: Path, cache: Path) -> tuple[int, int]:
-    "Unpack every run archived in `out_dir` that `runs_dir` lacks, and every archived warm start `cache` lacks; (runs, warm starts)."
+    """Unpack every run archived in `out_dir` that `runs_dir` lacks, every archived warm start `cache` lacks, and
+    every archived checkpoint (`<run>/best`) its run lacks; returns (runs, warm starts) unpacked."""
     n_runs, n_ws = 0, 0
     for kind, dest in (("runs", runs_dir), ("warm_starts", cache), ("checkpoints", runs_dir)):
         for a in sorted((out_dir / kind).glob("*.tar.gz")):
             name = a.name[: -len(".tar.gz")]
-            if kind == "checkpoints":  # <run>/best into the run's folder (restored just before)
-                if (dest / name / "best").exists(): continue
-                with tarfile.open(a) as tar:
-                    bad = [m.name for m in tar.getmembers() if not m.isfile() or not m.name.startswith(f"{name}/best/") or ".." in m.name]
-                    if bad: raise SystemExit(f"[archive] {a}: unexpected members {bad[:3]}; not unpacked")
-                    tmp = dest / f".{name}.restore{os.getpid()}"
-                    tar.extractall(tmp, filter="data")
-                    (dest / name).mkdir(parents=True, exist_ok=True)
-                    (tmp / name / "best").rename(dest / name / "best"); shutil.rmtree(tmp)
-                continue
-            if (dest / name).exists(): continue
-            dest.mkdir(parents=True, exist_ok=True)
-            with tarfile.open(a) as tar:
-                bad = [m.name for m in tar.getmembers() if not m.isfile() or not m.name.startswith(name + "/") or ".." in m.name]
-                if bad: raise SystemExit(f"[archive] {a}: unexpected members {bad[:3]}; not unpacked")
-                tmp = dest / f".{name}.restore{os.getpid()}"
-                tar.extractall(tmp, filter="data")
-                (tmp / name).rename(dest / name); tmp.rmdir()
-            n_runs, n_ws = (n_runs + 1, n_ws) if kind == "runs" else (n_runs, n_ws + 1)
+            inner = f"{name}/best" if kind == "checkpoints" else name  # a checkpoint goes into its run's folder
+            if (dest / inner).exists(): continue
+            _unpack(a, dest, inner)
+            n_runs, n_ws = n_runs + (kind == "runs"), n_ws + (kind == "warm_starts")
     return n_runs, n_ws
 
 
