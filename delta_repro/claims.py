@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import (detectable_effect, difference_ci, estimate_text, holm, mean_ci, paired_difference,
-                                    significance, smallest_p)
+from .evaluation import (detectable_effect, difference_ci, estimate_text, holm, load_results, mean_ci,
+                                    paired_difference, significance, smallest_p)
 from .scores import (_eval_file, _problem_means, _problem_series, problem_matrix, report_benchmarks,
                                 run_scores, seed_problems, seed_scores, warm_start_accuracy, warm_start_dir)
 
@@ -58,6 +58,7 @@ def learning_summary(plan, runs_dir: str | Path, metric: str = "last") -> pd.Dat
         for rid in ids:
             p = Path(runs_dir) / rid / _eval_file(metric)
             if not p.exists(): continue
+            p = load_results(p)  # read once, for the three readings below
             s = _problem_series(p, bench)
             if set(s.index.get_level_values(0)) != set(bench): continue
             after[plan.runs[rid].seed] = s
@@ -68,6 +69,7 @@ def learning_summary(plan, runs_dir: str | Path, metric: str = "last") -> pd.Dat
         means = {sd: float(v.mean()) for sd, v in after.items()}
         ws_path = warm_start_dir(runs_dir, bb, task) / "eval.csv"
         ws = warm_start_accuracy(plan, runs_dir, bb, task, bench)
+        if ws: ws_path = load_results(ws_path)  # read once, for the three readings below
         w, wlo, whi = ws or (np.nan, np.nan, np.nan)
         m, lo, hi = mean_ci(list(means.values()))
         gains = [a - w for a in means.values()] if ws else []

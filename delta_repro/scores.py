@@ -192,13 +192,14 @@ def warm_start_dir(runs_dir: str | Path, backbone: str, task: str) -> Path:
 
 def _problem_means(path, bench, metric: str = "primary") -> np.ndarray:
     """Per-problem accuracy (%) over the samples, pooled over `bench`: their mean is the question-weighted Avg.
+    `path`: an evaluation file, or its table already read (`load_results`), so that one read serves every metric.
     `metric`: "primary" (the right answer in any form, column `lenient`, where the results have it; else the strict
     verifier), "strict" (column `correct`) or "unparseable" (share of answers the verifier cannot read)."""
     return _problem_series(path, bench, metric).to_numpy(float)
 
 def _problem_series(path, bench, metric: str = "primary") -> pd.Series:
     "`_problem_means` as a Series indexed by (benchmark, problem_id), sorted: the key that pairs runs problem by problem."
-    df = load_results(path)
+    df = path if isinstance(path, pd.DataFrame) else load_results(path)
     df = df[df["benchmark"].isin(bench)]
     if metric == "unparseable": col = df.assign(u=~df["parseable"].astype(bool))["u"] if "parseable" in df else None
     else: col = df["lenient"] if metric == "primary" and "lenient" in df else df["correct"]
