@@ -286,6 +286,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'delta_repro.proxies.warm_started_policy': ( 'proxies.html#warm_started_policy',
                                                                                   'delta_repro/proxies.py')},
             'delta_repro.reporting': { 'delta_repro.reporting._check_stem': ('reporting.html#_check_stem', 'delta_repro/reporting.py'),
+                                       'delta_repro.reporting._delta_interval': ( 'reporting.html#_delta_interval',
+                                                                                  'delta_repro/reporting.py'),
                                        'delta_repro.reporting._latex_char': ('reporting.html#_latex_char', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting._method_run_ids': ( 'reporting.html#_method_run_ids',
                                                                                   'delta_repro/reporting.py'),

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import difference_ci, estimate_text
+from .evaluation import difference_ci, estimate_text, paired_difference
 
 from .scores import (  # re-exported: importable from delta_repro.reporting as before the split
     paper_results, PAPER_METHODS, method_summary, artefact_eval_paths, run_scores, METRICS,
@@ -152,14 +152,26 @@ def reward_summary(logs: pd.DataFrame, share: float = 0.1) -> pd.DataFrame:
     return out
 
 # %% ../nbs/09_reporting.ipynb #d1f0e001
+def _delta_interval(plan, artefact: str, runs_dir, method: str, ref: str, bench: list) -> tuple[float, float, float]:
+    """(effect, low, high) in points of `method` over `ref` on `bench`, the selected checkpoints: the 95 % interval of
+    `evaluation.paired_difference`, one problem draw for every run of both sides and the seeds resampled (jointly
+    when both have the same seeds), as for the claims (`paired_inputs`); where the two were not scored on the same
+    problems, `evaluation.difference_ci` over the seeds' means (unpaired)."""
+    pair = paired_inputs(plan, runs_dir, "final", (artefact, method), (artefact, ref), bench)
+    if not pair:
+        return difference_ci(list(seed_scores(plan, artefact, runs_dir, method, "final", bench).values()),
+                             list(seed_scores(plan, artefact, runs_dir, ref, "final", bench).values()))
+    r = paired_difference(pair["a_problems"], pair["b_problems"], "two-sided", paired_seeds=pair["paired_seeds"])
+    return r["effect"], r["low"], r["high"]
+
 def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: str, paper_backbone: str | None = None,
                        ood: bool = False, floor_pct: float = 1.0) -> pd.DataFrame:
     """One row per method of `artefact`: our held-out accuracy (evaluation sets) over all its evaluated seeds
     (`method_runs`; mean, sd, seeds, and `ours shown`: the mean with its 95 % interval, or the seeds' values below 3
     seeds) and per benchmark; our difference from the reference method (DAPO when the artefact has it, else DelTA)
-    with its 95 % bootstrap interval over seeds (only when both have 3 seeds or more: a bootstrap over two values is
-    no interval); the paper's Avg. and its difference from the same reference (the benchmarks differ, so differences
-    are what can be compared, not levels); the paper's rank and ours (`evidence_ranks`: a rank only where intervals
+    with its 95 % interval paired by problem and seed (`_delta_interval`; only when both have 3 seeds or more: a
+    bootstrap over two values is no interval); the paper's Avg. and its difference from the same reference (the
+    benchmarks differ, so differences are what can be compared, not levels); the paper's rank and ours (`evidence_ranks`: a rank only where intervals
     separate, else "tied"); and `flag`, which names seeds that ended below the warm start and methods with no
     evaluated run. A benchmark on which every evaluated method scores below `floor_pct` % is a floor: its column is
     renamed "<name> (floor)" and it is left out of `ours`, the differences and the ranks (`attrs["floors"]`:
@@ -194,7 +206,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
                "seeds": len(s), "ours shown": estimate_text(s) if s else "—"}
         row.update({f"{b} (floor)" if b in floors else b: per_benchmark[m][b] if m in per_benchmark else np.nan
                     for b in bench})
-        d = difference_ci(s, r) if m != ref and min(len(s), len(r)) >= 3 else (np.nan,) * 3
+        d = _delta_interval(plan, artefact, runs_dir, m, ref, used) if m != ref and min(len(s), len(r)) >= 3 else (np.nan,) * 3
         row.update({f"ours Δ vs {ref}": (np.mean(s) - np.mean(r)) if s and r and m != ref else (0.0 if m == ref and s else np.nan),
                     "Δ low": d[1], "Δ high": d[2], "paper": paper.get(m, np.nan),
                     f"paper Δ vs {ref}": paper[m] - paper[ref] if m in paper and ref in paper else np.nan})
@@ -239,8 +251,9 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy on "
                f"the evaluation set{'s' * (len(bench) != 1)} (%, question-weighted avg@k over {', '.join(bench) or 'none'}; "
                f"not the checkpoint-selection set), mean and sd over {'/'.join(map(str, seeds))} training seeds; "
-               f"`ours shown` and the difference from {ref} carry a 95 % bootstrap interval over seeds only from 3 seeds "
-               f"on each side — below that the seeds' values are shown, as two values make no interval. Paper: "
+               f"`ours shown` carries a 95 % bootstrap interval over seeds, and the difference from {ref} a 95 % interval "
+               f"paired by problem and seed (one draw of problems for every run of both), each only from 3 seeds on "
+               f"each side — below that the seeds' values are shown, as two values make no interval. Paper: "
                f"{paper_backbone or 'its backbone'}, its own benchmarks, difference from {ref}. The benchmarks differ, "
                f"so compare differences, not levels. Our rank is given only where the 95 % intervals of the methods' "
                f"means separate; otherwise 'tied' with the ranks the intervals allow.")

@@ -14,7 +14,7 @@ from delta_repro.evaluation import (detectable_effect, difference_ci, estimate_t
 from delta_repro.experiments import load_plan
 from delta_repro.reporting import (check_claims, claim, compare_with_paper, contrast_pair, curve_auc, evidence_ranks,
                                    judge_claims, learning_summary, primary_claim, report_benchmarks, reward_summary,
-                                   seed_scores,
+                                   paired_inputs, seed_scores,
                                    table_report, warm_start_dir, write_table)
 
 
@@ -301,6 +301,24 @@ def test_seed_scores_claims_and_learning_summary_hand_computed(tmp_path):
     assert t.loc["DelTA", "paper Δ vs DAPO"] == pytest.approx(t.loc["DelTA", "paper"] - t.loc["DAPO", "paper"])
     # DelTA 75-100 % is above both; SAPO (50, 50, 50) touches DAPO's interval (25-50 %): tied
     assert list(t["our rank"]) == ["tied (2–3)", "tied (2–3)", "1"] and "diff" not in t.columns  # no "ours − paper"
+
+
+def test_the_tables_difference_is_paired_by_problem_and_seed(tmp_path):
+    # DAPO gets 2, 4 and 6 of 8 right on seeds 0-2, DelTA one more on each seed: the seeds move both methods alike,
+    # so an interval over the seeds' means alone (difference_ci) spans 0; paired by seed and problem it does not
+    plan = _plan(tmp_path)
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, {"DelTA": 3}.get(r.method, 2) + 2 * r.seed)
+    t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
+    assert t.loc["DelTA", "ours Δ vs DAPO"] == pytest.approx(12.5)
+    pair = paired_inputs(plan, runs, "final", ("table1_main", "DelTA"), ("table1_main", "DAPO"), ["held"])
+    assert pair["paired_seeds"] and pair["a_problems"].shape == (3, 4)
+    r = paired_difference(pair["a_problems"], pair["b_problems"], "two-sided", paired_seeds=True)
+    assert (t.loc["DelTA", "Δ low"], t.loc["DelTA", "Δ high"]) == pytest.approx((r["low"], r["high"]))
+    _, lo, hi = difference_ci([37.5, 62.5, 87.5], [25.0, 50.0, 75.0])
+    assert lo < 0 <= t.loc["DelTA", "Δ low"] and t.loc["DelTA", "Δ high"] - t.loc["DelTA", "Δ low"] < hi - lo
+    assert t.loc["SAPO", "ours Δ vs DAPO"] == 0 and t.loc["SAPO", "Δ low"] == t.loc["SAPO", "Δ high"] == 0  # identical runs
 
 
 def test_collapsed_seeds_are_flagged_and_missing_values_print_as_dashes(tmp_path):
