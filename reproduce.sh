@@ -109,7 +109,9 @@ pm() {  # papermill NOTEBOOK OUTPUT [-p name value ...]: execute a notebook from
   local nb="$1" out="$2"; shift 2
   # the kernel's start-up warnings and third-party chatter go to a log beside the executed notebook, not the terminal
   local log="${out%.ipynb}.log"
-  (cd nbs/experiments && papermill --cwd . -k python3 --no-progress-bar --log-level WARNING "$nb" "$out" \
+  # no progress bars (transformers, datasets) and no ipywidgets notice in the executed notebooks: they are pages of the site
+  (cd nbs/experiments && HF_HUB_DISABLE_PROGRESS_BARS=1 HF_DATASETS_DISABLE_PROGRESS_BARS=1 \
+     PYTHONWARNINGS="ignore:IProgress not found" papermill --cwd . -k python3 --no-progress-bar --log-level WARNING "$nb" "$out" \
      -p profile "$profile" -p config_dir "$root/configs" "$@" >/dev/null 2>"$log") \
     || { echo "[reproduce] $(basename "$out" .ipynb) failed; the end of $log:" >&2; tail -n 5 "$log" >&2; return 1; }
 }
@@ -169,7 +171,10 @@ for art in "${arts[@]}"; do
   args=(-p runs_dir "$runs" -p figures_dir "$figs")
   [ "${art%%@*}" = appL1_overhead ] && args=(-p figures_dir "$figs")
   { [[ "$art" == *@* ]] || [ "$nb" = report_table.ipynb ]; } && args+=(-p artefact "$art")
-  pm "$nb" "$nbout/report/$art.ipynb" "${args[@]}" || failed+=("report:$art")
+  # the executed report beside its figures (figures/<profile>/notebooks/), so that a fresh clone's site shows it
+  pm "$nb" "$nbout/report/$art.ipynb" "${args[@]}" \
+    && python scripts/publish_report.py "$nbout/report/$art.ipynb" "$figs/notebooks/$art.ipynb" "$root" >/dev/null \
+    || failed+=("report:$art")
 done
 
 echo

@@ -21,9 +21,9 @@ release = version = next(l.split('"')[1] for l in (ROOT / "delta_repro" / "__ini
 # The source directory is the repository root (scripts/build_site.sh runs `sphinx-build -c docs . _site`); only
 # these files become pages.
 root_doc = "docs/index"
-# The executed copies of the report notebooks that `reproduce.sh` writes under runs/<profile>/notebooks/report/ are
-# pages too, with the outputs they were executed with (figures and tables), wherever a profile has run.
-include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb", "runs/*/notebooks/report/*.ipynb"]
+# The executed report notebooks, published by `reproduce.sh` beside their figures (figures/<profile>/notebooks/), are
+# pages too, with the outputs they were executed with (figures and tables): committed, so a fresh clone shows them.
+include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb", "figures/*/notebooks/*.ipynb"]
 exclude_patterns = ["_site", ".venv", "**/.ipynb_checkpoints"]
 
 # sphinx-mathjax-offline sets mathjax_path to its bundled copy (instead of Sphinx's default CDN address) and copies

@@ -265,10 +265,10 @@ def _executed_copy(nb_path: Path, png_b64: str, table_html: str) -> dict:
 
 
 def test_an_executed_report_notebook_renders_with_its_figure_and_table(browser, tmp_path):
-    """An experiment notebook that reproduce.sh executed (its copy under runs/<profile>/notebooks/report/) is a page of
-    the site with its figure and its table, linked from the start page, so a profile's results are on the site as
-    soon as its runs exist; the site's own start page and configuration are used, and without a run the page is
-    simply not there."""
+    """An experiment notebook that reproduce.sh executed and published (its copy under figures/<profile>/notebooks/,
+    committed beside the figures) is a page of the site with its figure and its table, linked from the start page, so
+    a fresh clone's site shows a profile's results; the site's own start page and configuration are used, and
+    without a published report the page is simply not there."""
     import io
 
     import matplotlib
@@ -279,7 +279,7 @@ def test_an_executed_report_notebook_renders_with_its_figure_and_table(browser, 
     src = tmp_path / "src"
     (src / "docs").mkdir(parents=True)
     shutil.copy(ROOT / "docs" / "index.md", src / "docs" / "index.md")
-    report = src / "runs" / "cpu" / "notebooks" / "report"
+    report = src / "figures" / "cpu" / "notebooks"
     report.mkdir(parents=True)
     fig, ax = plt.subplots(figsize=(4, 2))
     ax.plot([0, 1, 2], [0.45, 0.52, 0.58])
@@ -292,9 +292,9 @@ def test_an_executed_report_notebook_renders_with_its_figure_and_table(browser, 
     (report / "fig2_dynamics.ipynb").write_text(json.dumps(nb))
     out = tmp_path / "out"
     build(src, out)
-    page = out / "runs" / "cpu" / "notebooks" / "report" / "fig2_dynamics.html"
+    page = out / "figures" / "cpu" / "notebooks" / "fig2_dynamics.html"
     assert page.is_file(), sorted(p.relative_to(out).as_posix() for p in out.rglob("*.html"))
-    assert "runs/cpu/notebooks/report/fig2_dynamics.html" in (out / "docs" / "index.html").read_text()
+    assert "figures/cpu/notebooks/fig2_dynamics.html" in (out / "docs" / "index.html").read_text()
     assert page_problems(browser, page, figures=1) == []
     rows = [r.text.split() for r in browser.find_elements("css selector", "article table tr")]
     assert ["DelTA", "0.449", "0.571"] in rows, rows
