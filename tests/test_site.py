@@ -299,11 +299,11 @@ def test_an_executed_report_notebook_renders_with_its_figure_and_table(browser, 
     rows = [r.text.split() for r in browser.find_elements("css selector", "article table tr")]
     assert ["DelTA", "0.449", "0.571"] in rows, rows
     assert "Fig. 2" in browser.find_element("css selector", "article h1").text
-    # without a run, the same start page builds and has no such page
-    shutil.rmtree(src / "runs")
+    # without a published report, the same start page builds and has no such page
+    shutil.rmtree(src / "figures")
     empty = tmp_path / "empty"
     build(src, empty)
-    assert not (empty / "runs").exists()
+    assert not (empty / "figures").exists()
 
 
 def test_outputs_of_the_reading_path_are_not_clipped(site, browser):
