@@ -252,3 +252,17 @@ def test_reward_columns_must_match_the_completions():
     with pytest.raises(ValueError, match="tests"): code_reward(["x=1", "y=2"], [["assert x == 1"]])
     with pytest.raises(ValueError, match="gold"): grade_math("no answer at all", "")
     with pytest.raises(ValueError, match="timeout_s"): grade_math("\\boxed{2}", "2", timeout_s=1.5)
+
+
+def test_math_verifys_timeout_notice_is_dropped_and_its_other_warnings_kept(caplog, monkeypatch):
+    # our grading bounds every comparison itself (_verify_within), so math-verify's one-time notice that its own
+    # timeouts are off is noise in every notebook; any other warning of its loggers still gets through
+    import logging
+    import math_verify.parser
+    from delta_repro.rewards import _verify
+    monkeypatch.setattr(math_verify.parser, "TIMEOUT_WARNING_SHOWN", False)
+    with caplog.at_level(logging.WARNING):
+        assert _verify("17", "17")
+        logging.getLogger("math_verify.parser").warning("something else")
+    assert math_verify.parser.TIMEOUT_WARNING_SHOWN  # the notice was issued, and dropped
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("math_verify")] == ["something else"]
