@@ -3,6 +3,7 @@
 d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_url': '', 'lib_path': 'delta_repro'},
   'syms': { 'delta_repro.claims': { 'delta_repro.claims._against': ('claims.html#_against', 'delta_repro/claims.py'),
                                     'delta_repro.claims._judge': ('claims.html#_judge', 'delta_repro/claims.py'),
+                                    'delta_repro.claims._pair': ('claims.html#_pair', 'delta_repro/claims.py'),
                                     'delta_repro.claims._runs_of': ('claims.html#_runs_of', 'delta_repro/claims.py'),
                                     'delta_repro.claims.check_claims': ('claims.html#check_claims', 'delta_repro/claims.py'),
                                     'delta_repro.claims.claim': ('claims.html#claim', 'delta_repro/claims.py'),

@@ -316,8 +316,12 @@ def paired_inputs(plan, runs_dir: str | Path, metric: str, side_a: tuple, side_b
     methods shares its warm start, its data order and its evaluation sampling). {} when the metric has no
     per-problem scores ("auc") or the sides were not scored on the same problems (then the interval is unpaired)."""
     if metric not in ("final", "last"): return {}
-    pa = seed_problems(plan, side_a[0], runs_dir, side_a[1], metric, benchmarks)
-    pb = seed_problems(plan, side_b[0], runs_dir, side_b[1], metric, benchmarks)
+    return _pair(seed_problems(plan, side_a[0], runs_dir, side_a[1], metric, benchmarks),
+                 seed_problems(plan, side_b[0], runs_dir, side_b[1], metric, benchmarks))
+
+def _pair(pa: dict, pb: dict) -> dict:
+    """`paired_inputs`' dict from two sides already read ({seed: per-problem Series}, `seed_problems`); {} when a side
+    is empty or the two were not scored on the same problems."""
     if not pa or not pb: return {}
     try: mat = problem_matrix(list(pa.values()) + list(pb.values()))
     except ValueError: return {}

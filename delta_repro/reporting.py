@@ -36,6 +36,7 @@ from delta_repro.claims import (  # re-exported: importable from delta_repro.rep
     gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, step_size_confounds, credit_text,
     evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims,
     step_size_notes)
+from .claims import _pair
 from .tokens import (  # re-exported: importable from delta_repro.reporting as before the split
     rollout_batch_coefficients, token_weight_table, discriminative_tokens, plot_token_clouds,
     plot_overview, contrast_pair, plot_token_lambdas, TOKEN_CLASSES, token_classes,
@@ -152,15 +153,13 @@ def reward_summary(logs: pd.DataFrame, share: float = 0.1) -> pd.DataFrame:
     return out
 
 # %% ../nbs/09_reporting.ipynb #d1f0e001
-def _delta_interval(plan, artefact: str, runs_dir, method: str, ref: str, bench: list) -> tuple[float, float, float]:
-    """(effect, low, high) in points of `method` over `ref` on `bench`, the selected checkpoints: the 95 % interval of
-    `evaluation.paired_difference`, one problem draw for every run of both sides and the seeds resampled (jointly
-    when both have the same seeds), as for the claims (`paired_inputs`); where the two were not scored on the same
-    problems, `evaluation.difference_ci` over the seeds' means (unpaired)."""
-    pair = paired_inputs(plan, runs_dir, "final", (artefact, method), (artefact, ref), bench)
-    if not pair:
-        return difference_ci(list(seed_scores(plan, artefact, runs_dir, method, "final", bench).values()),
-                             list(seed_scores(plan, artefact, runs_dir, ref, "final", bench).values()))
+def _delta_interval(a: dict, b: dict) -> tuple[float, float, float]:
+    """(effect, low, high) in points of runs `a` over runs `b` ({seed: per-problem Series}, `seed_problems`): the 95 %
+    interval of `evaluation.paired_difference`, one problem draw for every run of both sides and the seeds resampled
+    (jointly when both have the same seeds), as for the claims (`claims._pair`); where the two were not scored on
+    the same problems, `evaluation.difference_ci` over the seeds' means (unpaired)."""
+    pair = _pair(a, b)
+    if not pair: return difference_ci([float(v.mean()) for v in a.values()], [float(v.mean()) for v in b.values()])
     r = paired_difference(pair["a_problems"], pair["b_problems"], "two-sided", paired_seeds=pair["paired_seeds"])
     return r["effect"], r["low"], r["high"]
 
@@ -191,7 +190,8 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
     floors = {b: max(float(v[b]) for v in per_benchmark.values()) for b in bench
               if per_benchmark and all(float(v[b]) < floor_pct for v in per_benchmark.values())}
     used = [b for b in bench if b not in floors]
-    scores = {m: seed_scores(plan, artefact, runs_dir, m, "final", used) if used else {} for m in methods}
+    problems = {m: seed_problems(plan, artefact, runs_dir, m, "final", used) if used else {} for m in methods}
+    scores = {m: {s: float(v.mean()) for s, v in p.items()} for m, p in problems.items()}  # = seed_scores, read once
     ws = warm_start_accuracy(plan, runs_dir, spec["backbone"], spec["task"], used) if used else None
     pr = paper_results()
     pr = pr[(pr["table"] == paper_table) & (pr["benchmark"] == "Avg")]
@@ -206,7 +206,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
                "seeds": len(s), "ours shown": estimate_text(s) if s else "—"}
         row.update({f"{b} (floor)" if b in floors else b: per_benchmark[m][b] if m in per_benchmark else np.nan
                     for b in bench})
-        d = _delta_interval(plan, artefact, runs_dir, m, ref, used) if m != ref and min(len(s), len(r)) >= 3 else (np.nan,) * 3
+        d = _delta_interval(problems[m], problems[ref]) if m != ref and min(len(s), len(r)) >= 3 else (np.nan,) * 3
         row.update({f"ours Δ vs {ref}": (np.mean(s) - np.mean(r)) if s and r and m != ref else (0.0 if m == ref and s else np.nan),
                     "Δ low": d[1], "Δ high": d[2], "paper": paper.get(m, np.nan),
                     f"paper Δ vs {ref}": paper[m] - paper[ref] if m in paper and ref in paper else np.nan})
