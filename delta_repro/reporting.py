@@ -238,8 +238,8 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     """(table, caption) of a comparison artefact of `REPORT_TABLES`: `compare_with_paper` on its runs and a caption
     that names the table, the scale, the evaluation sets, the reference method, what can be compared, the rules
     for intervals and ranks, any benchmark at the floor, the step-size diagnostics of its methods (`credit_text`)
-    and, where the warm start is evaluated, each method's gain over it (so a table of methods that did not learn
-    says so). Raises `ValueError` for an artefact that is not a comparison table."""
+    and, where the warm start is evaluated, each method's gain over it at the table's selected checkpoint (so a
+    table of methods that did not learn says so). Raises `ValueError` for an artefact that is not a comparison table."""
     if artefact.split("@")[0] not in REPORT_TABLES: raise ValueError(f"artefact: {artefact!r} is not one of {list(REPORT_TABLES)}")
     paper_table, paper_backbone, ood, title = REPORT_TABLES[artefact.split("@")[0]]
     table = compare_with_paper(plan, artefact, runs_dir, paper_table, paper_backbone, ood)
@@ -248,7 +248,8 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     floors = table.attrs["floors"]
     bench = [b for b in report_benchmarks(plan, spec["task"], ood) if b not in floors]
     seeds = sorted(set(table["seeds"].astype(int)) - {0}) or [0]
-    caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy on "
+    caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy of each "
+               f"run's selected checkpoint (chosen on the selection set, the paper's protocol) on "
                f"the evaluation set{'s' * (len(bench) != 1)} (%, question-weighted avg@k over {', '.join(bench) or 'none'}; "
                f"not the checkpoint-selection set), mean and sd over {'/'.join(map(str, seeds))} training seeds; "
                f"`ours shown` carries a 95 % bootstrap interval over seeds, and the difference from {ref} a 95 % interval "
@@ -262,7 +263,7 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                     "the average and the ranks): " + ", ".join(f"{b} (best {v:.2f} %)" for b, v in floors.items()) + ".")
     if not ood:  # did RL learn here at all? (learning_summary) -- a table of methods that did not learn says so
         caption += " " + credit_text(credit_summary(plan, artefact, runs_dir))
-        learn = learning_summary(plan, runs_dir)
+        learn = learning_summary(plan, runs_dir, "final")  # the checkpoint the table shows
         if len(learn):
             at = (learn.index.get_level_values("backbone") == spec["backbone"]) & (learn.index.get_level_values("task") == spec["task"])
             rows = learn[at].droplevel(["backbone", "task"])
@@ -270,7 +271,8 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
             rows = rows[np.isfinite(rows["gain"].astype(float))]  # no gain without an evaluated warm start
         if len(learn) and len(rows):
             gains = "; ".join(f"{m} {r['gain shown']} ({r['learns']})" for m, r in rows.iterrows())
-            caption += f" Gain over the warm start, points, mean [95 % CI] or (seeds) (learns?): {gains}."
+            caption += (" Gain of the selected checkpoint over the warm start, points, mean [95 % CI] or (seeds) "
+                        f"(learns?; the last policy's is in `learning`): {gains}.")
     return table, caption
 
 def plot_comparison(table: pd.DataFrame, title: str = ""):

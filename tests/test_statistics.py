@@ -453,3 +453,18 @@ def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
     assert row["warm start"] == 50 and row["after RL"] == 50 and row["gain"] == 0      # format learned, correctness not
     assert row["gain (strict)"] == 25 and row["unparseable % (warm start)"] == 50 and row["unparseable % (after RL)"] == 0
     assert row["learns"] == "no"
+
+
+def test_a_tables_caption_gives_the_gain_of_the_checkpoint_the_table_shows(tmp_path):
+    # The table reads each run's selected checkpoint (eval.csv: 6 of 8 right); the last policy (eval_final.csv) has
+    # 2 of 8, below the warm start's 4. The caption's gain must be the selected checkpoint's, +25 points, not the last
+    # policy's -25: a gain over the warm start that disagrees with the table beside it misleads.
+    plan = _plan(tmp_path, seeds=(0, 1))
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 6, last=2)
+    _run(runs, warm_start_dir(runs, "tiny-qwen3", "math").name, "warm start", 0, 4)
+    table, caption = table_report(plan, "table1_main", runs)
+    assert table.loc["DelTA", "ours"] == pytest.approx(75.0)
+    assert "selected checkpoint" in caption
+    assert "DelTA 25.0 (seeds: 25.0, 25.0)" in caption and "-25.0" not in caption
