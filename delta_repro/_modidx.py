@@ -337,6 +337,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'delta_repro.rewards.extract_final_answer': ( 'rewards.html#extract_final_answer',
                                                                                    'delta_repro/rewards.py'),
                                      'delta_repro.rewards.grade_math': ('rewards.html#grade_math', 'delta_repro/rewards.py'),
+                                     'delta_repro.rewards.has_program': ('rewards.html#has_program', 'delta_repro/rewards.py'),
                                      'delta_repro.rewards.lint_code_problems': ( 'rewards.html#lint_code_problems',
                                                                                  'delta_repro/rewards.py'),
                                      'delta_repro.rewards.math_reward': ('rewards.html#math_reward', 'delta_repro/rewards.py')},

@@ -120,7 +120,8 @@ def grade(row: dict, completion: str) -> tuple[bool, bool]:
     "(correct, parseable) for one completion of a dataset row (math, multiple choice or code, by its columns)."
     if row.get("tests"):
         ok = code_reward([completion], [row["tests"]], test_mode=[row.get("test_mode", "functional")])[0] == 1.0
-        return ok, True
+        from delta_repro.rewards import has_program
+        return ok, has_program(completion)  # parseable: it holds a program that compiles
     gold = str(row["answer"])
     if len(gold) == 1 and gold.isalpha() and gold.isupper():
         r = choice_reward([completion], [gold])[0]

@@ -284,10 +284,12 @@ def mix_answer_formats(dataset, share: float):
     warm-started on the mix must *discover* the verifiable format by RL, a prompt-independent behaviour a tiny model
     can learn in a few hundred steps, as real RLVR policies learn their output conventions. Correct and unparseable
     completions then share their reasoning and differ in the few tokens of the answer — the situation of the
-    paper's Sec. 2. Raises `ValueError` unless 0 <= share <= 1."""
+    paper's Sec. 2. A problem with no final answer (code: `answer` is empty) is left as it is. Raises `ValueError`
+    unless 0 <= share <= 1."""
     if not 0 <= share <= 1: raise ValueError(f"unverifiable_format_share must be in [0, 1], got {share}")
     def rewrite(row, i):
-        if (i * 0.6180339887) % 1.0 < share:  # low-discrepancy: exactly the share, spread over the set
+        if str(row.get("answer") or "").strip() and (i * 0.6180339887) % 1.0 < share:  # low-discrepancy: exactly
+            # the share, spread over the set
             m = re.search(r"\\boxed\{(.*)\}\s*$", row["solution"])
             row["solution"] = (row["solution"][:m.start()] + f"the answer is {m.group(1)}." if m and m.start() > 0
                                else f"The answer is {row['answer']}.")
@@ -299,10 +301,13 @@ def mix_direct_answers(dataset, share: float):
     warm-started on the mix sometimes works the chain out and sometimes guesses the result in one token, so its
     pass@k is far above its accuracy, and RL can raise correctness on unseen problems by learning *when to work it
     out* (as RLVR policies learn to reason before answering), besides sharpening the arithmetic. Both forms are
-    verifiable, so the gain is in correctness, not format. Raises `ValueError` unless 0 <= share <= 1."""
+    verifiable, so the gain is in correctness, not format. A problem with no final answer (a code problem, graded by
+    its tests: `answer` is empty) keeps its worked solution: its "bare answer" would be `\\boxed{}`, a target no
+    verifier accepts, which the warm start would learn to emit. Raises `ValueError` unless 0 <= share <= 1."""
     if not 0 <= share <= 1: raise ValueError(f"direct_answer_share must be in [0, 1], got {share}")
     def rewrite(row, i):
-        if (i * 0.7548776662) % 1.0 < share:  # low-discrepancy (another sequence than mix_answer_formats')
+        if str(row.get("answer") or "").strip() and (i * 0.7548776662) % 1.0 < share:  # low-discrepancy (another
+            # sequence than mix_answer_formats'); a problem without an answer (code) is left as it is
             row["solution"] = f"\\boxed{{{row['answer']}}}"
         return row
     return dataset.map(rewrite, with_indices=True)

@@ -7,8 +7,8 @@
 __all__ = ['MAX_ANSWER_WINDOW', 'GRADE_TIMEOUT_S', 'MAX_ANSWER_CHARS', 'MAX_ANSWER_DEPTH', 'MAX_CODE_CHARS', 'MAX_CODE_FENCES',
            'CODE_TIMEOUT_S', 'CODE_BATCH_BUDGET_S', 'CODE_WORKERS', 'LINT_CACHE_ENV', 'LINT_VERSION', 'LINT_REPORTS',
            'extract_boxed', 'extract_final_answer', 'answer_rejection', 'grade_math', 'completion_text', 'math_reward',
-           'extract_choice', 'choice_reward', 'extract_code', 'code_reward', 'lint_code_problems', 'BWRAP_ENV',
-           'ISOLATION_ENV', 'CandidateError', 'SandboxResult', 'SandboxUnavailable', 'run_tests_sandboxed',
+           'extract_choice', 'choice_reward', 'extract_code', 'has_program', 'code_reward', 'lint_code_problems',
+           'BWRAP_ENV', 'ISOLATION_ENV', 'CandidateError', 'SandboxResult', 'SandboxUnavailable', 'run_tests_sandboxed',
            'sandbox_status']
 
 # %% ../nbs/04_rewards.ipynb #ba1c80ee
@@ -314,6 +314,20 @@ def extract_code(completion: str) -> str:
         if (words[0].lower() if words else "") in _PYTHON_FENCES: last = text[eol + 1:close]
         pos = close + 3
     return text if last is None else last
+
+def has_program(completion) -> bool:
+    """Whether a code completion holds a program: `extract_code` finds non-blank code and it compiles. `compile` only
+    parses (nothing runs) and its own limits turn pathological input (a megabyte of brackets, 10^5 nested operators)
+    into an exception within a second, caught here. This is the `parseable` reading of a code completion in
+    evaluation (`evaluation.grade`): a completion such as `\\boxed{}` or prose holds no program, and one that
+    compiles but fails its tests does. Raises `ValueError` if `completion` is neither a string nor chat messages."""
+    code = extract_code(completion)
+    if not code.strip(): return False
+    try:
+        compile(code, "<completion>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+    return True
 
 CODE_TIMEOUT_S = 10.0  # wall clock for one completion's tests, seconds (`run_tests_sandboxed`'s timeout_s)
 CODE_BATCH_BUDGET_S = 120.0  # wall clock for grading one rollout batch, seconds

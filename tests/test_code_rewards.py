@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from delta_repro.rewards import (MAX_CODE_CHARS, code_reward, extract_boxed, extract_choice, extract_code,
-                                 extract_final_answer, run_tests_sandboxed)
+                                 extract_final_answer, has_program, run_tests_sandboxed)
 
 FIX = Path(__file__).parent / "fixtures"
 MB = 1_000_000
@@ -59,6 +59,26 @@ def test_blocks_of_other_languages_and_unclosed_blocks_are_not_programs():
     assert extract_code("```python\nx = 1\n```\n```python\ny = 2\n```") == "y = 2\n"  # the last block
     assert extract_code("```python\nx = 1\n```\nnow a fence left open:\n```python\n" + "\n" * 1000) == "x = 1\n"
     assert extract_code("```bash\nls\n```") == "```bash\nls\n```"  # no Python block: the whole completion
+
+
+@pytest.mark.parametrize("completion, want", [
+    ("```python\ndef f(x):\n    return 2 * x\n```", True),
+    ("def f(x):\n    return 2 * x\n", True),                  # no fence: the whole completion, and it compiles
+    ("```python\ndef f(x):\n    return 3\n```", True),         # wrong, but a program: unparseable means no program
+    ("\\boxed{}", False),                                      # the math format (the code warm start emitted it)
+    ("The function doubles its input.", False),                # prose
+    ("```python\ndef f(x):\n    return 10 * x +\n```", False),  # cut off mid-expression
+    ("```python\n\n```", False),                               # an empty block
+    ("", False),
+    ("(" * 100_000, False), ("-" * 100_000 + "1", False), ("1+" * 300_000 + "1", False),  # the parser's own limits
+])
+def test_a_code_completion_is_parseable_when_it_holds_a_program_that_compiles(completion, want):
+    t0 = time.perf_counter()
+    assert has_program(completion) is want
+    assert time.perf_counter() - t0 < 5  # ~0.2 s for the deepest here; compile runs nothing
+    from delta_repro.evaluation import grade
+    row = {"tests": ["assert f(2) == 4"], "test_mode": "functional"}
+    assert grade(row, completion)[1] is want
 
 
 # --- verdicts only a correct program can earn (item 2) ---------------------------------------------------------------

@@ -195,3 +195,21 @@ def test_evaluate_reports_strict_and_lenient_and_the_direct_mix():
     assert mix_direct_answers(ds, 0.0)["solution"] == ds["solution"]
     with pytest.raises(ValueError, match="direct_answer_share"):
         mix_direct_answers(ds, 1.5)
+
+
+def test_code_problems_keep_their_worked_solutions_in_the_warm_start_mixes():
+    # Code rows have no final answer (`answer` is empty; their tests grade them): a "bare answer" would be
+    # `\boxed{}`, which the cpu profile's code warm start learned to emit for 22 % of its held-out problems before
+    # this was fixed. Math rows of the same dataset are still mixed.
+    from delta_repro.data import offline_code_suite
+    from delta_repro.experiments import mix_answer_formats, mix_direct_answers
+    code = offline_code_suite(size=40, seed=0)
+    assert set(code["answer"]) == {""}
+    for mix in (mix_direct_answers, mix_answer_formats):
+        assert mix(code, 0.5)["solution"] == code["solution"] and mix(code, 1.0)["solution"] == code["solution"]
+    from datasets import Dataset
+    both = Dataset.from_list([{"solution": s, "answer": ""} for s in code["solution"][:20]]
+                             + [{"solution": f"1+{i}={i + 1}, so \\boxed{{{i + 1}}}", "answer": str(i + 1)} for i in range(20)])
+    mixed = mix_direct_answers(both, 1.0)["solution"]
+    assert mixed[:20] == code["solution"][:20] and mixed[20:] == [f"\\boxed{{{i + 1}}}" for i in range(20)]
+    assert "\\boxed{}" not in mix_direct_answers(code, 0.25)["solution"]
