@@ -32,10 +32,13 @@ def main(argv=None):
     ap.add_argument("--ws-batch", type=int, default=None, help="batch size of the warm start (default: the plan's)")
     ap.add_argument("--direct-share", type=float, default=None, help="direct_answer_share of the warm start (default: the plan's)")
     ap.add_argument("--rl-warm-start-steps", type=int, default=None, help="SFT steps of the RL runs' warm start (default: the plan's)")
+    ap.add_argument("--select-every", type=int, default=None,
+                    help="evaluate the selection set every N RL steps (default: the plan's; runs shorter than the plan's "
+                         "interval, e.g. SmolLM2's 16 steps, need it to get any point past step 0)")
     a = ap.parse_args(argv)
     if any(n < 1 for n in a.warm_start_steps): ap.error("--warm-start-steps must be positive")
     if any(not (0 < lr < 1) for lr in a.lr): ap.error("--lr must be in (0, 1)")
-    for name in ("steps", "batch", "rl_warm_start_steps"):
+    for name in ("steps", "batch", "rl_warm_start_steps", "select_every"):
         if getattr(a, name) is not None and getattr(a, name) < 1: ap.error(f"--{name.replace('_', '-')} must be positive")
 
     from delta_repro.evaluation import evaluate, summarize
@@ -75,6 +78,7 @@ def main(argv=None):
     ws = plan.raw["backbones"][a.backbone]["warm_start"]
     ws["max_steps"] = a.rl_warm_start_steps or load_plan(plan_path).raw["backbones"][a.backbone]["warm_start"]["max_steps"]
     if a.batch: plan.raw["trainer"]["per_device_train_batch_size"] = a.batch
+    if a.select_every: plan.raw["selection"]["every"] = a.select_every
     batch = plan.raw["trainer"]["per_device_train_batch_size"]
     for lr in a.lr:
         plan.raw["trainer"]["learning_rate"] = lr
@@ -83,7 +87,7 @@ def main(argv=None):
             rid = run.run_id
             plan.runs[rid] = run
             d = out / (f"ws{ws['max_steps']}-{ws['learning_rate']:g}-{ws['batch_size']}-d{ws.get('direct_answer_share', 0):g}"
-                       f"-b{batch}-lr{lr:g}-steps{run.steps}")
+                       f"-b{batch}-lr{lr:g}-steps{run.steps}" + (f"-sel{a.select_every}" if a.select_every else ""))
             t0 = time.time()
             train_run(plan, rid, d)  # calibration reads the selection set only: the reported sets stay unseen
             meta = json.loads((d / rid / "DONE").read_text())
