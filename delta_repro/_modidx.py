@@ -242,6 +242,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                    'delta_repro/experiments.py'),
                                          'delta_repro.experiments.save_checkpoint': ( 'experiments.html#save_checkpoint',
                                                                                       'delta_repro/experiments.py'),
+                                         'delta_repro.experiments.selection_settings': ( 'experiments.html#selection_settings',
+                                                                                         'delta_repro/experiments.py'),
                                          'delta_repro.experiments.task_sets': ('experiments.html#task_sets', 'delta_repro/experiments.py'),
                                          'delta_repro.experiments.train_run': ('experiments.html#train_run', 'delta_repro/experiments.py')},
             'delta_repro.losses': { 'delta_repro.losses.aggregate_loss': ('losses.html#aggregate_loss', 'delta_repro/losses.py'),

@@ -7,9 +7,9 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 __all__ = ['ARTEFACTS', 'GENERATED', 'FIXTURE_FILES', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run', 'Plan', 'check_selection',
            'load_plan', 'build_suite', 'role_spec', 'task_sets', 'hub_reachable', 'plan_overlap', 'reward_functions',
            'build_backbone', 'mix_answer_formats', 'mix_direct_answers', 'SelectionCallback', 'save_checkpoint',
-           'last_checkpoint', 'train_run', 'run_settings', 'eval_settings', 'evaluate_run', 'evaluate_warm_start',
-           'evaluate_warm_starts', 'prompt_template', 'estimate_gpu_hours', 'run_order', 'plan_status', 'describe_plan',
-           'measure_step_overhead']
+           'last_checkpoint', 'train_run', 'run_settings', 'selection_settings', 'eval_settings', 'evaluate_run',
+           'evaluate_warm_start', 'evaluate_warm_starts', 'prompt_template', 'estimate_gpu_hours', 'run_order',
+           'plan_status', 'describe_plan', 'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
 import importlib.util
@@ -72,8 +72,10 @@ def _check_plan_tables(raw: dict, path) -> None:
     for b, spec in raw["backbones"].items():
         if not isinstance(spec, dict) or spec.get("kind") not in ("tiny", "smollm2", "hub"):
             raise ValueError(f"plan {path}: backbone {b}: kind must be tiny, smollm2 or hub")
-        for key in ("trainer", "evaluation"):
+        for key in ("trainer", "selection", "evaluation"):
             if not isinstance(spec.get(key) or {}, dict): raise ValueError(f"plan {path}: backbone {b}: '{key}' must be a mapping")
+        every = {**raw["selection"], **(spec.get("selection") or {})}.get("every", 0)
+        if not _nonneg_int(every): raise ValueError(f"plan {path}: backbone {b}: selection.every must be an int >= 0, got {every!r}")
         if spec.get("trainer"):  # the overrides must be trainer fields
             DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], **spec["trainer"], "bf16": False})
     for t, spec in raw["tasks"].items():
@@ -139,6 +141,11 @@ def load_plan(path: str | Path) -> Plan:
             raise ValueError(f"plan {path}: artefact {name}: seeds must be a non-empty list of ints >= 0, got {seeds!r}")
         if not _nonneg_int(spec.get("steps", raw["steps"])) or int(spec.get("steps", raw["steps"])) < 1:
             raise ValueError(f"plan {path}: artefact {name}: steps must be a positive int, got {spec.get('steps')!r}")
+        every = selection_settings(raw, spec["backbone"]).get("every", 0)
+        if 0 < every and int(spec.get("steps", raw["steps"])) < every:  # only the warm start would be evaluated
+            raise ValueError(f"plan {path}: artefact {name}: steps {spec.get('steps', raw['steps'])} < selection.every "
+                             f"{every} of backbone {spec['backbone']}: no trained checkpoint would be evaluated on the "
+                             "selection set; give the backbone a selection.every of at most its steps (or 0: the final policy)")
         if spec.get("ood") and not raw["tasks"][spec["task"]].get("ood"):
             raise ValueError(f"plan {path}: artefact {name}: ood is set but task {spec['task']!r} has no 'ood' sets")
         ids = []
@@ -382,7 +389,7 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     assert_disjoint({"train (RL prompts, warm start)": train}, evals)  # refuse a plan whose held-out sets were seen
     evals = {n: evals[n] for n in plan.raw["tasks"][run.task]["eval"]}
     model, tok, template = build_backbone(plan, run.backbone, run.task)
-    sel = plan.raw["selection"]
+    sel = selection_settings(plan.raw, run.backbone)
     every = int(sel.get("every", 0))
     kw = run_settings(plan, run, num_processes=_world_size())
     # live logs: TensorBoard under <runs>/../tensorboard/<run_id> (`tensorboard --logdir runs/`), unless the plan or
@@ -439,6 +446,12 @@ def run_settings(plan: Plan, run: Run, num_processes: int | None = None) -> dict
                          f"evenly over {num_processes} processes")
     new_ga = per_update // (per_device * num_processes)
     return {**kw, "gradient_accumulation_steps": new_ga, "steps_per_generation": spg // ga * new_ga}
+
+def selection_settings(raw: dict, backbone: str) -> dict:
+    """The checkpoint-selection settings of a backbone's runs (`every` steps, `k` samples, `max_new_tokens`): the plan's
+    `selection` block, then the backbone's `selection` overrides (`raw`: the plan's mapping, `Plan.raw`). `KeyError`
+    for a backbone the plan lacks."""
+    return {**raw["selection"], **(raw["backbones"][backbone].get("selection") or {})}
 
 def eval_settings(plan: Plan, run: Run) -> dict:
     "The evaluation settings of a run: the plan's `evaluation` block, then its backbone's `evaluation` overrides."

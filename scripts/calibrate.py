@@ -42,7 +42,8 @@ def main(argv=None):
         if getattr(a, name) is not None and getattr(a, name) < 1: ap.error(f"--{name.replace('_', '-')} must be positive")
 
     from delta_repro.evaluation import evaluate, summarize
-    from delta_repro.experiments import Run, build_backbone, load_plan, task_sets, train_run
+    from delta_repro.experiments import (Run, build_backbone, load_plan, run_settings, selection_settings, task_sets,
+                                         train_run)
     plan_path = Path(a.plan) if a.plan else root / "configs" / f"{a.profile}.yaml"
     plan = load_plan(plan_path)
     if a.backbone not in plan.raw["backbones"]: ap.error(f"--backbone: not in the plan: {a.backbone}")
@@ -77,15 +78,20 @@ def main(argv=None):
                seconds=round(time.time() - t0, 1))
     ws = plan.raw["backbones"][a.backbone]["warm_start"]
     ws["max_steps"] = a.rl_warm_start_steps or load_plan(plan_path).raw["backbones"][a.backbone]["warm_start"]["max_steps"]
-    if a.batch: plan.raw["trainer"]["per_device_train_batch_size"] = a.batch
-    if a.select_every: plan.raw["selection"]["every"] = a.select_every
-    batch = plan.raw["trainer"]["per_device_train_batch_size"]
+    # the flags go into the backbone's own overrides, which win over the plan's blocks (run_settings,
+    # selection_settings): set on the plan's blocks they would be silently undone by, e.g., SmolLM2's trainer overrides
+    bb = plan.raw["backbones"][a.backbone]
+    bb["trainer"], bb["selection"] = dict(bb.get("trainer") or {}), dict(bb.get("selection") or {})
+    if a.batch: bb["trainer"]["per_device_train_batch_size"] = a.batch
+    if a.select_every: bb["selection"]["every"] = a.select_every
     for lr in a.lr:
-        plan.raw["trainer"]["learning_rate"] = lr
+        bb["trainer"]["learning_rate"] = lr
         for seed in a.seeds:
             run = Run("DAPO", a.backbone, a.task, seed, a.steps or plan.raw["steps"])
             rid = run.run_id
             plan.runs[rid] = run
+            kw = run_settings(plan, run)  # what the run trains with, overrides included
+            batch = kw["per_device_train_batch_size"]
             d = out / (f"ws{ws['max_steps']}-{ws['learning_rate']:g}-{ws['batch_size']}-d{ws.get('direct_answer_share', 0):g}"
                        f"-b{batch}-lr{lr:g}-steps{run.steps}" + (f"-sel{a.select_every}" if a.select_every else ""))
             t0 = time.time()
@@ -95,8 +101,9 @@ def main(argv=None):
             head, tail = rewards[: max(1, len(rewards) // 10)], rewards[-max(1, len(rewards) // 10):]
             record(kind="rl", method="DAPO", backbone=a.backbone, warm_start_steps=ws["max_steps"],
                    sft_lr=ws["learning_rate"], sft_batch=ws["batch_size"], batch=batch,
-                   num_generations=plan.raw["trainer"]["num_generations"],
-                   steps_per_generation=plan.raw["trainer"]["steps_per_generation"], lr=lr, seed=seed, steps=run.steps,
+                   num_generations=kw["num_generations"], steps_per_generation=kw["steps_per_generation"],
+                   max_completion_length=kw["max_completion_length"], selection_settings=selection_settings(plan.raw, a.backbone),
+                   lr=kw["learning_rate"], seed=seed, steps=run.steps,
                    train_reward_first10pct=sum(head) / len(head), train_reward_last10pct=sum(tail) / len(tail),
                    direct_answer_share=ws.get("direct_answer_share", 0.0), set=select,
                    selection=meta["selection"], selected_step=meta["selected_step"],

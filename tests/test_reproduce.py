@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from delta_repro.experiments import (ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, prompt_template, run_settings,
-                                     train_run)
+                                     selection_settings, train_run)
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = os.environ.get("DELTA_SMOKE_RAN") == "1"
@@ -242,6 +242,26 @@ def test_backbone_overrides_apply_to_every_method_of_that_backbone_only(tmp_path
     p.write_text(yaml.safe_dump(raw, allow_unicode=True))
     with pytest.raises(TypeError, match="learning_rat"):
         load_plan(p)
+
+
+def test_backbone_selection_overrides_and_a_selection_interval_longer_than_the_run_is_refused(tmp_path):
+    raw = yaml.safe_load((ROOT / "configs" / "cpu.yaml").read_text())
+    plan = load_plan(ROOT / "configs" / "cpu.yaml")
+    # SmolLM2's 16 steps: its own interval and answer length; the tiny backbones keep the plan's block
+    assert selection_settings(plan.raw, "smollm2") == {**raw["selection"], "every": 16, "max_new_tokens": 64}
+    assert selection_settings(plan.raw, "tiny-qwen3") == raw["selection"]
+    del raw["backbones"]["smollm2"]["selection"]  # every 25 > table9_smollm2's 16 steps: only step 0 would be scored
+    p = tmp_path / "plan.yaml"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(ValueError, match=r"table9_smollm2: steps 16 < selection.every 25 of backbone smollm2"):
+        load_plan(p)
+    raw["backbones"]["smollm2"]["selection"] = {"every": -1}
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(ValueError, match=r"backbone smollm2: selection.every must be an int >= 0, got -1"):
+        load_plan(p)
+    raw["backbones"]["smollm2"]["selection"] = {"every": 0}  # 0: no selection, the final policy: allowed
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    assert selection_settings(load_plan(p).raw, "smollm2")["every"] == 0
 
 
 def test_ctrl_c_stops_the_whole_job():
