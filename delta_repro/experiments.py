@@ -74,7 +74,7 @@ def _check_plan_tables(raw: dict, path) -> None:
             raise ValueError(f"plan {path}: backbone {b}: kind must be tiny, smollm2 or hub")
         for key in ("trainer", "selection", "evaluation"):
             if not isinstance(spec.get(key) or {}, dict): raise ValueError(f"plan {path}: backbone {b}: '{key}' must be a mapping")
-        every = {**raw["selection"], **(spec.get("selection") or {})}.get("every", 0)
+        every = selection_settings(raw, b).get("every", 0)
         if not _nonneg_int(every): raise ValueError(f"plan {path}: backbone {b}: selection.every must be an int >= 0, got {every!r}")
         if spec.get("trainer"):  # the overrides must be trainer fields
             DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], **spec["trainer"], "bf16": False})
@@ -139,11 +139,12 @@ def load_plan(path: str | Path) -> Plan:
             raise ValueError(f"plan {path}: artefact {name}: methods must be a non-empty list, got {methods!r}")
         if not (isinstance(seeds, list) and seeds and all(_nonneg_int(s) for s in seeds)):
             raise ValueError(f"plan {path}: artefact {name}: seeds must be a non-empty list of ints >= 0, got {seeds!r}")
-        if not _nonneg_int(spec.get("steps", raw["steps"])) or int(spec.get("steps", raw["steps"])) < 1:
+        steps = spec.get("steps", raw["steps"])
+        if not _nonneg_int(steps) or steps < 1:
             raise ValueError(f"plan {path}: artefact {name}: steps must be a positive int, got {spec.get('steps')!r}")
         every = selection_settings(raw, spec["backbone"]).get("every", 0)
-        if 0 < every and int(spec.get("steps", raw["steps"])) < every:  # only the warm start would be evaluated
-            raise ValueError(f"plan {path}: artefact {name}: steps {spec.get('steps', raw['steps'])} < selection.every "
+        if 0 < every and steps < every:  # only the warm start would be evaluated
+            raise ValueError(f"plan {path}: artefact {name}: steps {steps} < selection.every "
                              f"{every} of backbone {spec['backbone']}: no trained checkpoint would be evaluated on the "
                              "selection set; give the backbone a selection.every of at most its steps (or 0: the final policy)")
         if spec.get("ood") and not raw["tasks"][spec["task"]].get("ood"):
@@ -152,7 +153,7 @@ def load_plan(path: str | Path) -> Plan:
         for m in methods:
             if m not in METHODS: raise ValueError(f"plan {path}: artefact {name}: unknown method {m!r}")
             for s in seeds:
-                run = Run(m, spec["backbone"], spec["task"], int(s), int(spec.get("steps", raw["steps"])))
+                run = Run(m, spec["backbone"], spec["task"], int(s), steps)
                 plan.runs[run.run_id] = run
                 ids.append(run.run_id)
                 if spec.get("ood"): plan.ood_runs.add(run.run_id)

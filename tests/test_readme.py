@@ -58,8 +58,7 @@ def headline_problems(text: str) -> list[str]:
     for gain in gains:
         covered.append(gain.span())
         # the sentence is about the primary design (tiny-qwen3 on math, 8 seeds); the file also holds the transfer rows
-        rows = {r["method"]: r for r in _rows(gain["file"]) if r.get("backbone", "tiny-qwen3") == "tiny-qwen3"
-                and r.get("task", "math") == "math"}
+        rows = {r["method"]: r for r in _rows(gain["file"]) if r["backbone"] == "tiny-qwen3" and r["task"] == "math"}
         stated = re.findall(rf"(DelTA|DAPO) ({NUM})(?: points)? \((?:95 % CI )?({NUM}) to ({NUM})\)", gain["body"])
         if sorted(m for m, *_ in stated) != ["DAPO", "DelTA"]:
             problems.append(f"a gain sentence should state DelTA's and DAPO's gain with an interval: {gain['body']}")
