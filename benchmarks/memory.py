@@ -150,9 +150,11 @@ def measure(case):
     def windows(*a, **kw):  # after generation: TRL's log-prob pass (capture included), then what follows it
         if not state["armed"] or state["rss0"] is not None: return inner(*a, **kw)
         gc.collect()
-        state["rss0"] = _status("VmRSS")
-        state["base"] = torch.cuda.memory_allocated() if cuda else state["rss0"]
         reset_hwm()
+        state["rss0"] = _status("VmRSS")
+        # the base is the high-water mark just reset, not a VmRSS read before the reset: the resident set can shrink
+        # between the two reads (pages reclaimed on a busy machine), which made the peak above it negative
+        state["base"] = torch.cuda.memory_allocated() if cuda else _status("VmHWM")
         result = inner(*a, **kw)
         state["during"] = peak()
         reset_hwm()
