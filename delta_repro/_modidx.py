@@ -219,6 +219,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                            'delta_repro/experiments.py'),
                                          'delta_repro.experiments.hub_reachable': ( 'experiments.html#hub_reachable',
                                                                                     'delta_repro/experiments.py'),
+                                         'delta_repro.experiments.inference_copy': ( 'experiments.html#inference_copy',
+                                                                                     'delta_repro/experiments.py'),
                                          'delta_repro.experiments.last_checkpoint': ( 'experiments.html#last_checkpoint',
                                                                                       'delta_repro/experiments.py'),
                                          'delta_repro.experiments.load_plan': ('experiments.html#load_plan', 'delta_repro/experiments.py'),

@@ -72,7 +72,8 @@ def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
     ("coefficients.py", ["--json", "README.md"], "never overwritten"),
     ("overhead.py", ["--csv", "README.md"], "never overwritten"),
     ("graders.py", ["--json", "README.md"], "never overwritten"), ("graders.py", ["--scale", "0"], "--scale"),
-    ("graders.py", ["--timeout", "0"], "--timeout"), ("graders.py", ["--batch", "0"], "--batch")])
+    ("graders.py", ["--timeout", "0"], "--timeout"), ("graders.py", ["--batch", "0"], "--batch"),
+    ("smollm2_speed.py", ["--steps", "0"], "--steps"), ("smollm2_speed.py", ["--problems", "-1"], "--problems")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)

@@ -71,6 +71,8 @@ def _art(**kw):
     (lambda r: r["tasks"]["math"].update(reward="chem"), "reward"),
     (lambda r: r["tasks"]["math"].update(select="nowhere"), "select"),
     (lambda r: r["backbones"]["tiny-qwen3"].update(kind="giant"), "kind"),
+    (lambda r: r["backbones"]["tiny-qwen3"].update(selection={"dtype": "bf16"}), "selection.dtype"),
+    (lambda r: r["evaluation"].update(dtype="int8"), "evaluation.dtype"),
 ])
 def test_malformed_plans_fail_at_load_time_naming_the_entry(tmp_path, edit, msg):
     raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
