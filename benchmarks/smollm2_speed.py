@@ -115,6 +115,7 @@ def precision() -> dict:
     micro = {k: (v[:16] if torch.is_tensor(v) and v.ndim >= 1 and v.shape[0] == ids.shape[0] else v) for k, v in out.items()}
     micro["old_per_token_logps"] = base["logps"][:16]
     losses = {}
+    tr.current_gradient_accumulation_steps = args.gradient_accumulation_steps  # set by Trainer.train() in a real run
     for name, ctx in (("float32", nullcontext), ("bf16 autocast", lambda: torch.autocast("cpu", dtype=torch.bfloat16))):
         inp = dict(micro, advantages=adv[:16, None] * read[name]["weights"][:16])
         with torch.no_grad(), ctx():

@@ -5,8 +5,8 @@ paper's claims tested with effects, intervals, Holm-adjusted p-values and the sm
 
 # %% auto #0
 __all__ = ['CREDIT_COLUMNS', 'PAPER_CLAIMS', 'gain_ci', 'learning_summary', 'credit_summary', 'step_size_confounds',
-           'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'paired_inputs', 'primary_claim', 'check_claims',
-           'step_size_notes']
+           'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'paired_inputs', 'equivalence', 'primary_claim',
+           'check_claims', 'step_size_notes']
 
 # %% ../nbs/09b_claims.ipynb #b9c1a003
 import json
@@ -327,24 +327,75 @@ def _pair(pa: dict, pb: dict) -> dict:
     except ValueError: return {}
     return dict(a_problems=mat[:len(pa)], b_problems=mat[len(pa):], paired_seeds=list(pa) == list(pb))
 
+def equivalence(a_scores, b_scores, margin: float | None = None, a_problems=None, b_problems=None,
+                paired_seeds: bool = False, alpha: float = 0.05) -> dict:
+    """Equivalence beside superiority (two one-sided tests, TOST, read from the interval): the (1 − 2·`alpha`)
+    interval of mean(a) − mean(b) in points, paired by problem (and seed) as `claim`'s when `a_problems`/`b_problems`
+    are given (`evaluation.paired_difference`), else over the two sides' scores (`evaluation.difference_ci`); the
+    differences are equivalent within ±`margin` at level `alpha` exactly when that interval lies inside
+    (−margin, +margin). Returns ci90_low, ci90_high (named for alpha 0.05), `equivalence_bound` = max(|low|, |high|):
+    the smallest margin the data establish, and `tost`: "equivalent within ±m" or "not shown equivalent within ±m"
+    ("" without a margin). Raises `ValueError` for a margin that is not a positive finite number, or as the interval
+    functions."""
+    _check_margin(margin)
+    if not 0 < alpha < 0.5: raise ValueError(f"alpha must be in (0, 0.5), got {alpha!r}")
+    conf = 1 - 2 * alpha
+    if a_problems is not None:
+        r = paired_difference(np.asarray(a_problems, float), np.asarray(b_problems, float), "two-sided",
+                              paired_seeds=paired_seeds, confidence=conf)
+        lo, hi = r["low"], r["high"]
+    else:
+        _, lo, hi = difference_ci(a_scores, b_scores, confidence=conf)
+    bound = max(abs(lo), abs(hi))
+    tost = "" if margin is None else (f"equivalent within ±{margin:g}" if bound < margin
+                                      else f"not shown equivalent within ±{margin:g}")
+    return dict(ci90_low=float(lo), ci90_high=float(hi), equivalence_bound=float(bound),
+                equivalence_margin=float("nan") if margin is None else float(margin), tost=tost)
+
+def _check_margin(margin) -> None:
+    if margin is not None and not (isinstance(margin, (int, float)) and not isinstance(margin, bool)
+                                   and np.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be a positive number of points, got {margin!r}")
+
+def _claim_specs(spec) -> list[dict]:
+    "The plan's `primary_claim` entry as a list of mappings (one mapping, or a list of them: one per study)."
+    specs = spec if isinstance(spec, list) else [spec]
+    need = {"claim", "artefact", "a", "b"}
+    for s in specs:
+        if not isinstance(s, dict) or not need <= set(s):
+            raise ValueError(f"primary_claim: needs {sorted(need)}, got {s!r}")
+    names = [s["claim"] for s in specs]
+    if len(set(names)) != len(names): raise ValueError(f"primary_claim: two claims share a name: {names}")
+    return specs
+
 def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
-    """The plan's primary claim, tested alone (a family of one, no correction): `primary_claim` in the plan YAML, fixed
-    before its runs were read — `claim` (the name), `artefact`, methods `a` and `b`, `relation`, `checkpoint` ("last":
-    the last policy, `eval_final.csv`, metric "last"; "selected": the selected checkpoint, metric "final"), the
-    reported `benchmarks` and `alpha`. Over training seeds with `claim`'s paired interval (`paired_inputs`) and the
-    per-problem Wilcoxon p beside it. One row indexed by claim with `family` "primary", `metric`, `benchmarks` and
-    `evidence`; verdict "runs missing" below 2 evaluated seeds a side; an empty DataFrame for a plan without one.
+    """The plan's primary claims, each tested alone (a family of one, no correction): `primary_claim` in the plan YAML,
+    one mapping or a list of them (one per study, each with its own pre-registration), fixed before its runs were
+    read — `claim` (the name, unique), `artefact`, methods `a` and `b`, `relation`, `checkpoint` ("last": the last
+    policy, `eval_final.csv`, metric "last"; "selected": the selected checkpoint, metric "final"), the reported
+    `benchmarks`, `alpha`, and optionally `equivalence_margin` (points; TOST, `equivalence`), `margin_note` (e.g.
+    that the margin was chosen after the fact) and `registered` (the date it was fixed). Over training seeds with
+    `claim`'s paired interval (`paired_inputs`), the per-problem Wilcoxon p and the equivalence reading beside it. One
+    row per claim indexed by claim with `family` "primary", `metric`, `benchmarks`, `evidence` and the columns of
+    `equivalence`; verdict "runs missing" below 2 evaluated seeds a side; an empty DataFrame for a plan without one.
     Raises `ValueError` for a malformed entry (naming the key)."""
     spec = plan.raw.get("primary_claim")
     if not spec: return pd.DataFrame()
-    need = {"claim", "artefact", "a", "b"}
-    if not isinstance(spec, dict) or not need <= set(spec):
-        raise ValueError(f"primary_claim: needs {sorted(need)}, got {spec!r}")
+    rows = [_primary_row(plan, runs_dir, s) for s in _claim_specs(spec)]
+    out = pd.DataFrame(rows).set_index("claim")
+    for col in ("n_a", "n_b"):
+        if col in out: out[col] = out[col].astype("Int64")
+    return out
+
+def _primary_row(plan, runs_dir, spec: dict) -> dict:
     art, rel, alpha = spec["artefact"], spec.get("relation", ">"), float(spec.get("alpha", 0.05))
     checkpoint = spec.get("checkpoint", "last")
     if checkpoint not in ("last", "selected"): raise ValueError(f"primary_claim.checkpoint must be 'last' or 'selected', got {checkpoint!r}")
     metric = "last" if checkpoint == "last" else "final"
     if art not in plan.artefact_runs: raise ValueError(f"primary_claim.artefact: {art!r} is not in the plan")
+    margin = spec.get("equivalence_margin")
+    try: _check_margin(margin)  # before any run is read
+    except ValueError as e: raise ValueError(f"primary_claim.equivalence_margin: {e}") from None
     task = plan.runs[plan.artefact_runs[art][0]].task
     bench = list(spec.get("benchmarks") or report_benchmarks(plan, task))
     bad = [b for b in bench if b not in report_benchmarks(plan, task)]
@@ -352,20 +403,19 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     a = seed_scores(plan, art, runs_dir, spec["a"], metric, bench)
     b = seed_scores(plan, art, runs_dir, spec["b"], metric, bench)
     base = dict(claim=spec["claim"], family="primary", metric=metric, benchmarks=", ".join(bench), method_a=spec["a"],
-                method_b=spec["b"], relation=rel)
+                method_b=spec["b"], relation=rel, registered=str(spec.get("registered", "")),
+                margin_note=str(spec.get("margin_note", "")))
     if min(len(a), len(b)) < 2:
         row = {**base, "verdict": "runs missing", "evidence": f"{len(a)} vs {len(b)} evaluated seeds"}
     else:
         kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
         row = {**claim(spec["claim"], list(a.values()), list(b.values()), rel, alpha, **kw), **base,
+               **equivalence(list(a.values()), list(b.values()), margin, alpha=alpha, **kw),
                "evidence": f"{len(a)} vs {len(b)} training seeds, " + ("the last policy (no checkpoint selection)"
                                                                          if checkpoint == "last" else "the selected checkpoint")}
     if isinstance(row.get("note"), str):  # tested alone: no correction to speak of
         row["note"] = row["note"].replace(" after Holm's correction", "")
-    out = pd.DataFrame([row]).set_index("claim")
-    for col in ("n_a", "n_b"):
-        if col in out: out[col] = out[col].astype("Int64")
-    return out
+    return row
 
 def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER_CLAIMS, alpha: float = 0.05,
                  repeats: int = 4, by: str = "auto") -> pd.DataFrame:

@@ -5,9 +5,9 @@ test of App. K — results as tidy tables."""
 
 # %% auto #0
 __all__ = ['vllm_available', 'generate_completions', 'final_answer', 'answer_correct', 'grade', 'evaluate', 'summarize',
-           'primary_accuracy', 'pass_at_k', 'significance', 'repeated_accuracy', 'mean_ci', 'difference_ci',
-           'paired_difference', 'estimate_text', 'smallest_p', 'detectable_effect', 'holm', 'save_results',
-           'load_results']
+           'primary_accuracy', 'pass_at_k', 'completion_agreement', 'significance', 'repeated_accuracy', 'mean_ci',
+           'difference_ci', 'paired_difference', 'estimate_text', 'smallest_p', 'detectable_effect', 'holm',
+           'save_results', 'load_results']
 
 # %% ../nbs/07_evaluation.ipynb #8d11c56e
 import json
@@ -191,6 +191,24 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     if not (0 <= c <= n and 1 <= k <= n): raise ValueError(f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
     if n - c < k: return 1.0
     return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
+
+# %% ../nbs/07_evaluation.ipynb #8b0c6714
+def completion_agreement(a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """How alike two evaluations write: `a` and `b` are results of `evaluate` (columns benchmark, problem_id, sample,
+    completion), sampled with the same seed on the same problems. Aligns their rows on (benchmark, problem_id,
+    sample) and returns `identical` (the share of aligned completions that are the same string, 0-1), `rows` (aligned
+    rows), `same_correctness` (the share whose `lenient`, else `correct`, reading agrees, where both have it; NaN
+    otherwise). Raises `ValueError` naming the missing columns, or when no row aligns."""
+    key = ["benchmark", "problem_id", "sample"]
+    for name, df in (("a", a), ("b", b)):
+        missing = [c for c in key + ["completion"] if c not in df.columns]
+        if missing: raise ValueError(f"{name} lacks the columns {missing} of evaluate()'s results")
+    col = next((c for c in ("lenient", "correct") if c in a.columns and c in b.columns), None)
+    m = a[key + ["completion"] + ([col] if col else [])].merge(b[key + ["completion"] + ([col] if col else [])],
+                                                               on=key, suffixes=("_a", "_b"))
+    if m.empty: raise ValueError("a and b share no (benchmark, problem_id, sample): not evaluations of the same problems")
+    return dict(identical=float((m["completion_a"] == m["completion_b"]).mean()), rows=int(len(m)),
+                same_correctness=float((m[f"{col}_a"] == m[f"{col}_b"]).mean()) if col else float("nan"))
 
 # %% ../nbs/07_evaluation.ipynb #3cca858c
 def significance(a, b, alternative: str = "greater") -> dict:

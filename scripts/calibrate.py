@@ -35,15 +35,21 @@ def main(argv=None):
     ap.add_argument("--select-every", type=int, default=None,
                     help="evaluate the selection set every N RL steps (default: the plan's; runs shorter than the plan's "
                          "interval, e.g. SmolLM2's 16 steps, need it to get any point past step 0)")
+    ap.add_argument("--agreement", nargs=2, metavar=("RUN_A", "RUN_B"), default=None,
+                    help="two finished run directories (e.g. DAPO seeds 0 and 1 of a calibration): sample both last "
+                         "policies on the selection set with one sampling seed and record the share of identical "
+                         "completions (evaluation.completion_agreement), the reference for same-seed comparisons")
     a = ap.parse_args(argv)
+    for d in a.agreement or []:
+        if not (Path(d) / "DONE").exists(): ap.error(f"--agreement: {d} is not a finished run (no DONE)")
     if any(n < 1 for n in a.warm_start_steps): ap.error("--warm-start-steps must be positive")
     if any(not (0 < lr < 1) for lr in a.lr): ap.error("--lr must be in (0, 1)")
     for name in ("steps", "batch", "rl_warm_start_steps", "select_every"):
         if getattr(a, name) is not None and getattr(a, name) < 1: ap.error(f"--{name.replace('_', '-')} must be positive")
 
-    from delta_repro.evaluation import evaluate, summarize
-    from delta_repro.experiments import (Run, build_backbone, load_plan, run_settings, selection_settings, task_sets,
-                                         train_run)
+    from delta_repro.evaluation import completion_agreement, evaluate, summarize
+    from delta_repro.experiments import (Run, build_backbone, load_plan, prompt_template, run_settings, selection_settings,
+                                         task_sets, train_run)
     plan_path = Path(a.plan) if a.plan else root / "configs" / f"{a.profile}.yaml"
     plan = load_plan(plan_path)
     if a.backbone not in plan.raw["backbones"]: ap.error(f"--backbone: not in the plan: {a.backbone}")
@@ -57,6 +63,25 @@ def main(argv=None):
         with log.open("a") as f: f.write(line + "\n")
 
     select = plan.raw["tasks"][a.task]["select"]
+    if a.agreement:
+        from delta_repro.experiments import inference_copy
+        from delta_repro.models import load_model
+        sel = selection_settings(plan.raw, a.backbone)
+        _, evals, _ = task_sets(plan, a.task, prompt_template(plan, a.backbone))
+        res, t0 = [], time.time()
+        for d in a.agreement:
+            last = Path(d) / "final" if (Path(d) / "final").exists() else Path(d) / "best"  # the last policy
+            model, tok = load_model(str(last))
+            res.append(evaluate(inference_copy(model, sel.get("dtype")), tok, {select: evals[select]}, k=a.k,
+                                max_new_tokens=int(sel.get("max_new_tokens", 64)), batch_size=int(sel.get("batch_size", 32)),
+                                seed=0, engine="transformers", progress=False))
+        agree = completion_agreement(*res)
+        record(kind="agreement", backbone=a.backbone, runs=[str(Path(d).name) for d in a.agreement],
+               policies="last", set=select, k=a.k, sampling_seed=0, identical_share=agree["identical"],
+               same_correctness_share=agree["same_correctness"], rows=agree["rows"],
+               accuracy=[float(summarize(r).loc[select, "lenient_accuracy"]) for r in res],
+               seconds=round(time.time() - t0, 1))
+        return 0
     ws_spec = plan.raw["backbones"][a.backbone]["warm_start"]
     if a.ws_lr: ws_spec["learning_rate"] = a.ws_lr
     if a.ws_batch: ws_spec["batch_size"] = a.ws_batch

@@ -309,7 +309,8 @@ def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp
 
 @pytest.mark.parametrize("args, msg", [(["--lr", "2"], "--lr"), (["--steps", "0"], "--steps"),
                                        (["--warm-start-steps", "0"], "--warm-start-steps"), (["--backbone", "gpt"], "--backbone"),
-                                       (["--select-every", "0"], "--select-every")])
+                                       (["--select-every", "0"], "--select-every"),
+                                       (["--agreement", "docs", "configs"], "--agreement")])
 def test_calibration_script_refuses_bad_arguments(args, msg):
     import sys
     res = subprocess.run([sys.executable, "scripts/calibrate.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)

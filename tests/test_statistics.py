@@ -255,6 +255,58 @@ def test_primary_claim_and_the_last_policy_hand_computed(tmp_path):
         primary_claim(plan, runs)
 
 
+def test_equivalence_reads_tost_from_the_90_percent_interval_hand_computed():
+    from delta_repro.claims import equivalence
+    same = equivalence([5.0, 5.0], [5.0, 5.0], margin=1.0)  # no spread at all: the interval is the point 0
+    assert (same["ci90_low"], same["ci90_high"], same["equivalence_bound"]) == (0.0, 0.0, 0.0)
+    assert same["tost"] == "equivalent within ±1"
+    apart = equivalence([5.0, 5.0], [3.0, 3.0], margin=1.0)
+    assert apart["equivalence_bound"] == 2.0 and apart["tost"] == "not shown equivalent within ±1"
+    assert equivalence([5.0, 5.0], [3.0, 3.0], margin=3)["tost"] == "equivalent within ±3"
+    assert equivalence([5.0, 5.0], [3.0, 3.0])["tost"] == "" and np.isnan(equivalence([5.0, 5.0], [3.0, 3.0])["equivalence_margin"])
+    # paired by problem and seed: a shift of exactly 10 points on every problem of every seed is exactly 10
+    rng = np.random.default_rng(0)
+    b = rng.uniform(0, 80, (4, 50))
+    r = equivalence(None, None, 12.0, a_problems=b + 10, b_problems=b, paired_seeds=True)
+    assert r["ci90_low"] == pytest.approx(10) and r["ci90_high"] == pytest.approx(10) and r["tost"] == "equivalent within ±12"
+    # the 90 % interval lies inside the 95 % one of the same resamples, and the bound is its larger end
+    a = b + rng.normal(0, 5, b.shape)
+    r90 = equivalence(None, None, 1.0, a_problems=a, b_problems=b)
+    r95 = paired_difference(a, b, "two-sided")
+    assert r95["low"] <= r90["ci90_low"] <= r90["ci90_high"] <= r95["high"]
+    assert r90["equivalence_bound"] == max(abs(r90["ci90_low"]), abs(r90["ci90_high"]))
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "1"):
+        with pytest.raises(ValueError, match="margin"):
+            equivalence([1.0, 2.0], [1.0, 2.0], bad)
+
+
+def test_primary_claims_one_per_study_each_with_its_equivalence_margin(tmp_path):
+    plan = _plan(tmp_path)
+    runs = tmp_path / "runs"
+    last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4]}
+    for rid, r in plan.runs.items():
+        if r.method in last: _run(runs, rid, r.method, r.seed, 4, dev=8, last=last[r.method][r.seed])
+    one = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO", relation=">", checkpoint="last",
+               benchmarks=["held"], alpha=0.05, equivalence_margin=1.0, margin_note="chosen after the fact")
+    two = dict(one, claim="DelTA > DAPO (second study)", equivalence_margin=60, registered="2026-12-04")
+    plan.raw["primary_claim"] = [one, two]
+    c = primary_claim(plan, runs)
+    assert list(c.index) == ["DelTA > DAPO", "DelTA > DAPO (second study)"] and set(c["family"]) == {"primary"}
+    assert c.loc["DelTA > DAPO", "effect"] == pytest.approx(50.0)  # 50 points apart (see the test above)
+    assert c.loc["DelTA > DAPO", "tost"] == "not shown equivalent within ±1"
+    assert c.loc["DelTA > DAPO", "margin_note"] == "chosen after the fact"
+    assert c.loc["DelTA > DAPO (second study)", "registered"] == "2026-12-04"
+    r = c.loc["DelTA > DAPO (second study)"]
+    assert r["ci90_low"] <= 50 <= r["ci90_high"] and r["equivalence_bound"] >= 50
+    assert r["tost"] == ("equivalent within ±60" if r["equivalence_bound"] < 60 else "not shown equivalent within ±60")
+    plan.raw["primary_claim"] = [one, dict(one)]
+    with pytest.raises(ValueError, match="share a name"):
+        primary_claim(plan, runs)
+    plan.raw["primary_claim"] = dict(one, equivalence_margin=-2)
+    with pytest.raises(ValueError, match="primary_claim.equivalence_margin"):
+        primary_claim(plan, runs)
+
+
 def test_report_benchmarks_exclude_the_selection_set(tmp_path):
     plan = _plan(tmp_path)
     assert report_benchmarks(plan, "math") == ["held"]
