@@ -2,11 +2,14 @@
 
     python benchmarks/smollm2_speed.py [--steps 4] [--problems 128] [--out DIR]
 
-Paths (the same warm start, seed, prompts and settings; only the precision and the generation batch differ):
-  * old: what the cpu profile's `smollm2` backbone runs: float32 training; selection and evaluation sample from the
-    float32 policy, evaluation 256 sequences per `generate` call;
-  * new: the `smollm2-long` backbone: TRL's bf16 (autocast over float32 master weights, on this CPU's AVX512-BF16);
-    selection and evaluation sample from a bf16 copy of the policy (`experiments.inference_copy`), 64 sequences per call.
+Paths (the same warm start, seed, prompts and settings; only precision, gradient checkpointing and generation batch
+differ):
+  * old: what the cpu profile's `smollm2` backbone runs: float32 training with TRL's default gradient checkpointing;
+    evaluation samples from the float32 policy, 256 sequences per `generate` call;
+  * bf16 only (RL steps): TRL's bf16 (autocast over float32 master weights, on this CPU's AVX512-BF16), checkpointing on;
+  * new: the `smollm2-long` backbone: bf16 and no gradient checkpointing (the same gradients, without recomputing the
+    forward pass; memory is no constraint at this size); evaluation samples from a bf16 copy of the policy
+    (`experiments.inference_copy`), 64 sequences per call.
 
 Measures, in this order, old then new each time:
   1. RL steps: `--steps` optimizer steps of DAPO seed 0 (one rollout batch of 64 completions is 4 steps) with timers
@@ -34,14 +37,16 @@ import run_profile as rp  # noqa: E402  (its timers only read the clock)
 from delta_repro import experiments  # noqa: E402
 from delta_repro.trainer import DeltaGRPOTrainer  # noqa: E402
 
-PATHS = {"old": dict(bf16=False, dtype=None, eval_batch=256), "new": dict(bf16=True, dtype="bfloat16", eval_batch=64)}
+PATHS = {"old": dict(bf16=False, gradient_checkpointing=True, dtype=None, eval_batch=256),
+         "bf16 only": dict(bf16=True, gradient_checkpointing=True, dtype="bfloat16", eval_batch=256),
+         "new": dict(bf16=True, gradient_checkpointing=False, dtype="bfloat16", eval_batch=64)}
 COMPLETIONS_PER_EVAL = 1024 + 64
 
 
 def plan_for(path: str, steps: int):
     plan = experiments.load_plan("configs/cpu.yaml")
     bb = plan.raw["backbones"]["smollm2-long"]
-    bb["trainer"] = dict(bb["trainer"], bf16=PATHS[path]["bf16"])
+    bb["trainer"] = dict(bb["trainer"], bf16=PATHS[path]["bf16"], gradient_checkpointing=PATHS[path]["gradient_checkpointing"])
     bb["selection"] = {"every": 0}  # no selection inside the timed steps
     bb["evaluation"] = dict(bb["evaluation"], dtype=PATHS[path]["dtype"], batch_size=PATHS[path]["eval_batch"])
     run = experiments.Run("DAPO", "smollm2-long", "math", 0, steps)
@@ -148,21 +153,24 @@ def main():
     rp.timed(DeltaGRPOTrainer, "training_step", "step")
     res = {"threads": torch.get_num_threads(), "steps": a.steps, "problems": a.problems}
     if "rl" not in a.skip: res["rl"] = {p: rl_steps(p, a.steps) for p in PATHS}
-    if "eval" not in a.skip: res["eval"] = {p: held_out(p, a.problems) for p in PATHS}
-    lines = ["| measure | old (float32) | new (bf16) | new / old |", "|---|---|---|---|"]
+    if "eval" not in a.skip: res["eval"] = {p: held_out(p, a.problems) for p in ("old", "new")}
+    lines = ["| measure | old: float32, checkpointing | bf16, checkpointing | new: bf16, no checkpointing | new / old |",
+             "|---|---|---|---|---|"]
     if "rl" in res:
-        o, n = res["rl"]["old"], res["rl"]["new"]
-        lines.append(f"| RL step, s ({a.steps} steps) | {o['per_step']:.1f} | {n['per_step']:.1f} | {n['per_step'] / o['per_step']:.2f} |")
+        o, m, n = (res["rl"][p] for p in PATHS)
+        lines.append(f"| RL step, s ({a.steps} steps) | {o['per_step']:.1f} | {m['per_step']:.1f} | {n['per_step']:.1f} | "
+                     f"{n['per_step'] / o['per_step']:.2f} |")
         for k in o["phases"]:
-            lines.append(f"| — {k}, s | {o['phases'][k]:.1f} | {n['phases'][k]:.1f} | "
+            lines.append(f"| — {k}, s | {o['phases'][k]:.1f} | {m['phases'][k]:.1f} | {n['phases'][k]:.1f} | "
                          f"{n['phases'][k] / o['phases'][k] if o['phases'][k] > 0 else float('nan'):.2f} |")
     if "eval" in res:
         o, n = res["eval"]["old"], res["eval"]["new"]
-        lines.append(f"| held-out evaluation, s per completion (batch {o['batch_size']} vs {n['batch_size']}) | "
-                     f"{o['per_completion']:.3f} | {n['per_completion']:.3f} | {n['per_completion'] / o['per_completion']:.2f} |")
-        lines.append(f"| — one evaluation ({COMPLETIONS_PER_EVAL} completions), min | {o['one_evaluation'] / 60:.1f} | "
+        lines.append(f"| held-out evaluation, s per completion (float32 batch {o['batch_size']}; bf16 copy batch "
+                     f"{n['batch_size']}) | {o['per_completion']:.3f} | | {n['per_completion']:.3f} | "
+                     f"{n['per_completion'] / o['per_completion']:.2f} |")
+        lines.append(f"| — one evaluation ({COMPLETIONS_PER_EVAL} completions), min | {o['one_evaluation'] / 60:.1f} | | "
                      f"{n['one_evaluation'] / 60:.1f} | |")
-        lines.append(f"| — lenient avg@1 of the warm start on these problems, % | {o['lenient_accuracy']:.1f} | "
+        lines.append(f"| — lenient avg@1 of the warm start on these problems, % | {o['lenient_accuracy']:.1f} | | "
                      f"{n['lenient_accuracy']:.1f} | |")
     print("\n".join(lines))
     if "precision" not in a.skip:

@@ -329,17 +329,27 @@ def mix_direct_answers(dataset, share: float):
 GENERATION_DTYPES = ("float32", "bfloat16", "float16")
 
 def inference_copy(model, dtype: str | None = None):
-    """The policy to sample from: `model` itself when `dtype` is None or already its dtype, else a copy of it cast to
-    `dtype` ("float32", "bfloat16" or "float16"), so that sampling runs on half-precision weights (on a CPU with
-    AVX512-BF16 a bf16 matmul is about twice a float32 one) while training keeps its float32 master weights. The copy
-    costs one pass over the weights (about 0.3 s for SmolLM2-135M) and is dropped after use. Raises `ValueError`
-    naming `dtype` for any other value."""
+    """The policy to sample from: `model` itself when `dtype` is None or already its dtype, else a new model of the
+    same config holding its weights cast to `dtype` ("float32", "bfloat16" or "float16"), in eval mode with the KV
+    cache on, so that sampling runs on half-precision weights (on a CPU with AVX512-BF16 a bf16 matmul is about twice
+    a float32 one) while training keeps its float32 master weights. It is built from the config and the state dict,
+    not by `copy.deepcopy`: a model inside a training run carries what training put on the instance (accelerate's
+    autocast `forward`, which still calls the original module, and TRL's gradient checkpointing, which drops the KV
+    cache in train mode), and a deep copy would sample through the original's forward without its cache: nonsense
+    text. Costs one initialisation of the model (about a second for SmolLM2-135M); dropped after use. Raises
+    `ValueError` naming `dtype` for any other value."""
     if dtype is None: return model
     if dtype not in GENERATION_DTYPES: raise ValueError(f"dtype must be one of {GENERATION_DTYPES} or None, got {dtype!r}")
     import copy, torch
+    from transformers import AutoModelForCausalLM
     want = getattr(torch, dtype)
     if model.dtype == want: return model
-    return copy.deepcopy(model).to(want).eval()
+    config = copy.deepcopy(model.config)
+    config.use_cache = True
+    fresh = AutoModelForCausalLM.from_config(config, dtype=want)
+    fresh.load_state_dict(model.state_dict())  # copies, casting to `want`
+    fresh.generation_config = copy.deepcopy(model.generation_config)
+    return fresh.to(model.device).eval()
 
 class SelectionCallback(TrainerCallback):
     """Evaluate on the selection set every `every` steps and keep the best checkpoint in `best_dir` (ties: earliest).

@@ -50,3 +50,32 @@ def test_a_bad_dtype_is_refused_naming_it(policy, bad, tmp_path):
         inference_copy(model, bad)
     with pytest.raises(ValueError, match="dtype"):
         SelectionCallback(tok, None, tmp_path / "best", every=1, k=1, max_new_tokens=4, seed=0, dtype=bad)
+
+
+def test_a_copy_of_a_policy_inside_a_training_run_samples_through_its_own_forward(policy):
+    # a policy inside a training run: gradient checkpointing on (TRL's default), train mode, and accelerate's
+    # autocast wrapper as an instance `forward` that calls the original module. A deep copy kept that wrapper and
+    # sampled through the original's forward, which drops the KV cache in train mode: nonsense text (issue 37).
+    import types
+    model, tok = policy
+    clean = inference_copy(model, "bfloat16")
+    calls = []
+    wrapped = model.forward
+    def autocast_forward(*a, **kw):
+        calls.append(1)
+        return wrapped(*a, **kw)
+    model.gradient_checkpointing_enable()
+    model.train()
+    model.forward = autocast_forward
+    try:
+        copy = inference_copy(model, "bfloat16")
+        assert "forward" not in copy.__dict__ and not copy.training and copy.config.use_cache
+        enc = tok(["1 + 2 =", "4 - 1 ="], return_tensors="pt", padding=True)
+        with torch.no_grad():
+            got = copy.generate(**enc, do_sample=False, max_new_tokens=6, pad_token_id=tok.pad_token_id)
+            want = clean.generate(**enc, do_sample=False, max_new_tokens=6, pad_token_id=tok.pad_token_id)
+        assert torch.equal(got, want) and not calls  # the original's forward was never called
+    finally:
+        del model.forward
+        model.gradient_checkpointing_disable()
+        model.eval()
