@@ -456,6 +456,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'delta_repro.tokens.token_class_summary': ('tokens.html#token_class_summary', 'delta_repro/tokens.py'),
                                     'delta_repro.tokens.token_class_text': ('tokens.html#token_class_text', 'delta_repro/tokens.py'),
                                     'delta_repro.tokens.token_classes': ('tokens.html#token_classes', 'delta_repro/tokens.py'),
+                                    'delta_repro.tokens.token_kind': ('tokens.html#token_kind', 'delta_repro/tokens.py'),
                                     'delta_repro.tokens.token_weight_table': ('tokens.html#token_weight_table', 'delta_repro/tokens.py')},
             'delta_repro.trainer': { 'delta_repro.trainer.DeltaGRPOConfig': ('trainer.html#deltagrpoconfig', 'delta_repro/trainer.py'),
                                      'delta_repro.trainer.DeltaGRPOConfig.__post_init__': ( 'trainer.html#deltagrpoconfig.__post_init__',
