@@ -73,7 +73,8 @@ def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
     ("overhead.py", ["--csv", "README.md"], "never overwritten"),
     ("graders.py", ["--json", "README.md"], "never overwritten"), ("graders.py", ["--scale", "0"], "--scale"),
     ("graders.py", ["--timeout", "0"], "--timeout"), ("graders.py", ["--batch", "0"], "--batch"),
-    ("smollm2_speed.py", ["--steps", "0"], "--steps"), ("smollm2_speed.py", ["--problems", "-1"], "--problems")])
+    ("smollm2_speed.py", ["--steps", "0"], "--steps"), ("smollm2_speed.py", ["--problems", "-1"], "--problems"),
+    ("smollm2_speed.py", ["--out", "benchmarks/results/cpu_smollm2_speed_2026-12-04"], "never overwritten")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)
