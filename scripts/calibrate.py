@@ -128,6 +128,7 @@ def main(argv=None):
                    sft_lr=ws["learning_rate"], sft_batch=ws["batch_size"], batch=batch,
                    num_generations=kw["num_generations"], steps_per_generation=kw["steps_per_generation"],
                    max_completion_length=kw["max_completion_length"], selection_settings=selection_settings(plan.raw, a.backbone),
+                   backbone_trainer=bb["trainer"],  # what the backbone sets beyond the plan (e.g. bf16, checkpointing)
                    lr=kw["learning_rate"], seed=seed, steps=run.steps,
                    train_reward_first10pct=sum(head) / len(head), train_reward_last10pct=sum(tail) / len(tail),
                    direct_answer_share=ws.get("direct_answer_share", 0.0), set=select,
