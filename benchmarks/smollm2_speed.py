@@ -141,6 +141,8 @@ def main():
     ap.add_argument("--steps", type=int, default=4, help="optimizer steps per path (4 = one rollout batch)")
     ap.add_argument("--problems", type=int, default=128, help="held-out problems per path (avg@1)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["rl", "eval", "precision"])
+    ap.add_argument("--paths", nargs="*", default=list(PATHS), choices=list(PATHS),
+                    help="RL paths to time (default: all; one path alone, e.g. to pair two with farm-bench)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     if a.steps < 1: ap.error(f"--steps must be positive, got {a.steps}")
@@ -152,11 +154,13 @@ def main():
     rp.timed(DeltaGRPOTrainer, "_generate_and_score_completions", "score")
     rp.timed(DeltaGRPOTrainer, "training_step", "step")
     res = {"threads": torch.get_num_threads(), "steps": a.steps, "problems": a.problems}
-    if "rl" not in a.skip: res["rl"] = {p: rl_steps(p, a.steps) for p in PATHS}
+    if "rl" not in a.skip: res["rl"] = {p: rl_steps(p, a.steps) for p in a.paths}
     if "eval" not in a.skip: res["eval"] = {p: held_out(p, a.problems) for p in ("old", "new")}
     lines = ["| measure | old: float32, checkpointing | bf16, checkpointing | new: bf16, no checkpointing | new / old |",
              "|---|---|---|---|---|"]
-    if "rl" in res:
+    if "rl" in res and set(res["rl"]) != set(PATHS):  # some paths only: one line each
+        for p, r in res["rl"].items(): lines.append(f"| RL step, s ({a.steps} steps), {p} path alone | {r['per_step']:.1f} | | | |")
+    elif "rl" in res:
         o, m, n = (res["rl"][p] for p in PATHS)
         lines.append(f"| RL step, s ({a.steps} steps) | {o['per_step']:.1f} | {m['per_step']:.1f} | {n['per_step']:.1f} | "
                      f"{n['per_step'] / o['per_step']:.2f} |")
