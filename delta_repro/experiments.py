@@ -79,8 +79,7 @@ def _check_plan_tables(raw: dict, path) -> None:
         if not _nonneg_int(every): raise ValueError(f"plan {path}: backbone {b}: selection.every must be an int >= 0, got {every!r}")
         for key, block in (("selection", selection_settings(raw, b)),
                            ("evaluation", {**raw["evaluation"], **(spec.get("evaluation") or {})})):
-            if block.get("dtype") not in (None, *GENERATION_DTYPES):
-                raise ValueError(f"plan {path}: backbone {b}: {key}.dtype must be one of {GENERATION_DTYPES}, got {block['dtype']!r}")
+            _check_dtype(block.get("dtype"), f"plan {path}: backbone {b}: {key}.dtype")
         if spec.get("trainer"):  # the overrides must be trainer fields
             DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], **spec["trainer"], "bf16": False})
     for t, spec in raw["tasks"].items():
@@ -328,6 +327,11 @@ def mix_direct_answers(dataset, share: float):
 # %% ../nbs/08_experiments.ipynb #6c86902a
 GENERATION_DTYPES = ("float32", "bfloat16", "float16")
 
+def _check_dtype(dtype, name: str = "dtype") -> None:
+    "`ValueError` naming `name` unless `dtype` is None or one of `GENERATION_DTYPES`."
+    if dtype is not None and dtype not in GENERATION_DTYPES:
+        raise ValueError(f"{name} must be one of {GENERATION_DTYPES} or None, got {dtype!r}")
+
 def inference_copy(model, dtype: str | None = None):
     """The policy to sample from: `model` itself when `dtype` is None or already its dtype, else a new model of the
     same config holding its weights cast to `dtype` ("float32", "bfloat16" or "float16"), in eval mode with the KV
@@ -338,8 +342,8 @@ def inference_copy(model, dtype: str | None = None):
     cache in train mode), and a deep copy would sample through the original's forward without its cache: nonsense
     text. Costs one initialisation of the model (about a second for SmolLM2-135M); dropped after use. Raises
     `ValueError` naming `dtype` for any other value."""
+    _check_dtype(dtype)
     if dtype is None: return model
-    if dtype not in GENERATION_DTYPES: raise ValueError(f"dtype must be one of {GENERATION_DTYPES} or None, got {dtype!r}")
     import copy, torch
     from transformers import AutoModelForCausalLM
     want = getattr(torch, dtype)
@@ -359,8 +363,7 @@ class SelectionCallback(TrainerCallback):
                  dtype: str | None = None, batch_size: int = 32):
         self.tok, self.ds, self.best_dir, self.every = tokenizer, select_set, Path(best_dir), every
         self.k, self.max_new_tokens, self.seed, self.dtype, self.batch_size = k, max_new_tokens, seed, dtype, batch_size
-        if dtype is not None and dtype not in GENERATION_DTYPES:  # fail now, not at the first evaluation
-            raise ValueError(f"dtype must be one of {GENERATION_DTYPES} or None, got {dtype!r}")
+        _check_dtype(dtype)  # fail now, not at the first evaluation
         self.state_file = self.best_dir.parent / "selection.json"
         self.history = json.loads(self.state_file.read_text())["history"] if self.state_file.exists() else []
         # history: [{"step", "accuracy"}], the learning curve on the selection set (mean over k samples per problem
