@@ -198,6 +198,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                          'delta_repro.experiments.SelectionCallback.on_train_begin': ( 'experiments.html#selectioncallback.on_train_begin',
                                                                                                        'delta_repro/experiments.py'),
                                          'delta_repro.experiments._avg_at_k': ('experiments.html#_avg_at_k', 'delta_repro/experiments.py'),
+                                         'delta_repro.experiments._check_choose': ( 'experiments.html#_check_choose',
+                                                                                    'delta_repro/experiments.py'),
                                          'delta_repro.experiments._check_dtype': ( 'experiments.html#_check_dtype',
                                                                                    'delta_repro/experiments.py'),
                                          'delta_repro.experiments._check_plan_tables': ( 'experiments.html#_check_plan_tables',

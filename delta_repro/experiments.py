@@ -80,6 +80,7 @@ def _check_plan_tables(raw: dict, path) -> None:
         for key, block in (("selection", selection_settings(raw, b)),
                            ("evaluation", {**raw["evaluation"], **(spec.get("evaluation") or {})})):
             _check_dtype(block.get("dtype"), f"plan {path}: backbone {b}: {key}.dtype")
+        _check_choose(selection_settings(raw, b).get("choose", "best"), f"plan {path}: backbone {b}: selection.choose")
         if spec.get("trainer"):  # the overrides must be trainer fields
             DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], **spec["trainer"], "bf16": False})
     for t, spec in raw["tasks"].items():
@@ -151,6 +152,9 @@ def load_plan(path: str | Path) -> Plan:
             raise ValueError(f"plan {path}: artefact {name}: steps {steps} < selection.every "
                              f"{every} of backbone {spec['backbone']}: no trained checkpoint would be evaluated on the "
                              "selection set; give the backbone a selection.every of at most its steps (or 0: the final policy)")
+        if every and selection_settings(raw, spec["backbone"]).get("choose") == "last" and steps % every:
+            raise ValueError(f"plan {path}: artefact {name}: selection.choose 'last' keeps the last evaluated checkpoint, "
+                             f"so its steps {steps} must be a multiple of selection.every {every} of backbone {spec['backbone']}")
         if spec.get("ood") and not raw["tasks"][spec["task"]].get("ood"):
             raise ValueError(f"plan {path}: artefact {name}: ood is set but task {spec['task']!r} has no 'ood' sets")
         ids = []
@@ -332,6 +336,10 @@ def _check_dtype(dtype, name: str = "dtype") -> None:
     if dtype is not None and dtype not in GENERATION_DTYPES:
         raise ValueError(f"{name} must be one of {GENERATION_DTYPES} or None, got {dtype!r}")
 
+def _check_choose(choose, name: str = "choose") -> None:
+    "`ValueError` naming `name` unless `choose` is \"best\" (checkpoint selection) or \"last\" (the last policy)."
+    if choose not in ("best", "last"): raise ValueError(f"{name} must be 'best' or 'last', got {choose!r}")
+
 def inference_copy(model, dtype: str | None = None):
     """The policy to sample from: `model` itself when `dtype` is None or already its dtype, else a new model of the
     same config holding its weights cast to `dtype` ("float32", "bfloat16" or "float16"), in eval mode with the KV
@@ -356,14 +364,18 @@ def inference_copy(model, dtype: str | None = None):
     return fresh.to(model.device).eval()
 
 class SelectionCallback(TrainerCallback):
-    """Evaluate on the selection set every `every` steps and keep the best checkpoint in `best_dir` (ties: earliest).
-    Sampling uses `batch_size` sequences per `generate` call on a copy of the policy in `dtype` (`inference_copy`;
-    None: the policy itself)."""
+    """Evaluate on the selection set every `every` steps (the learning curve) and keep the chosen checkpoint in
+    `best_dir`: with `choose` "best" the most accurate trained one (ties: earliest; the paper's checkpoint selection),
+    with "last" the latest one (no selection: the curve is measured, the last policy is kept). Sampling uses
+    `batch_size` sequences per `generate` call on a copy of the policy in `dtype` (`inference_copy`; None: the policy
+    itself). Raises `ValueError` for a bad `dtype` or `choose`."""
     def __init__(self, tokenizer, select_set, best_dir: Path, every: int, k: int, max_new_tokens: int, seed: int,
-                 dtype: str | None = None, batch_size: int = 32):
+                 dtype: str | None = None, batch_size: int = 32, choose: str = "best"):
         self.tok, self.ds, self.best_dir, self.every = tokenizer, select_set, Path(best_dir), every
         self.k, self.max_new_tokens, self.seed, self.dtype, self.batch_size = k, max_new_tokens, seed, dtype, batch_size
         _check_dtype(dtype)  # fail now, not at the first evaluation
+        _check_choose(choose)
+        self.choose = choose
         self.state_file = self.best_dir.parent / "selection.json"
         self.history = json.loads(self.state_file.read_text())["history"] if self.state_file.exists() else []
         # history: [{"step", "accuracy"}], the learning curve on the selection set (mean over k samples per problem
@@ -371,9 +383,11 @@ class SelectionCallback(TrainerCallback):
 
     @property
     def best(self):
-        "The best trained checkpoint; step 0 (the warm start) is on the learning curve but never selected."
+        "The chosen trained checkpoint (`choose`); step 0 (the warm start) is on the learning curve but never chosen."
         trained = [h for h in self.history if h["step"] > 0]
-        return max(trained, key=lambda h: (h["accuracy"], -h["step"])) if trained else None
+        if not trained: return None
+        if self.choose == "last": return max(trained, key=lambda h: h["step"])
+        return max(trained, key=lambda h: (h["accuracy"], -h["step"]))
 
     def _accuracy(self, model) -> float:
         from delta_repro.evaluation import evaluate, primary_accuracy, summarize
@@ -443,7 +457,8 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
                                train_dataset=train, processing_class=tok)
     cb = SelectionCallback(tok, evals[select], out / "best", every, int(sel.get("k", 4)),
                            int(sel.get("max_new_tokens", args.max_completion_length)), run.seed,
-                           dtype=sel.get("dtype"), batch_size=int(sel.get("batch_size", 32)))
+                           dtype=sel.get("dtype"), batch_size=int(sel.get("batch_size", 32)),
+                           choose=sel.get("choose", "best"))
     trainer.add_callback(cb)
     from transformers import PrinterCallback
     trainer.remove_callback(PrinterCallback)  # the metrics go to log_history.json; keep notebooks readable

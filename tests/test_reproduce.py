@@ -266,6 +266,30 @@ def test_backbone_selection_overrides_and_a_selection_interval_longer_than_the_r
     assert selection_settings(load_plan(p).raw, "smollm2")["every"] == 0
 
 
+def test_choose_last_keeps_the_last_policy_and_a_bad_choice_is_refused(tmp_path):
+    from delta_repro.experiments import SelectionCallback
+    cb = SelectionCallback(None, None, tmp_path / "best", every=25, k=1, max_new_tokens=4, seed=0)
+    cb.history = [{"step": 0, "accuracy": 70.0}, {"step": 25, "accuracy": 60.0}, {"step": 50, "accuracy": 60.0},
+                  {"step": 75, "accuracy": 40.0}]
+    assert cb.best["step"] == 25  # "best": the most accurate trained checkpoint, ties to the earliest, never step 0
+    cb.choose = "last"
+    assert cb.best == {"step": 75, "accuracy": 40.0}  # "last": the latest, whatever its accuracy
+    with pytest.raises(ValueError, match="choose must be 'best' or 'last', got 'latest'"):
+        SelectionCallback(None, None, tmp_path / "best", every=25, k=1, max_new_tokens=4, seed=0, choose="latest")
+    raw = yaml.safe_load((ROOT / "configs" / "cpu.yaml").read_text())
+    assert selection_settings(load_plan(ROOT / "configs" / "cpu.yaml").raw, "smollm2-long")["choose"] == "last"
+    p = tmp_path / "plan.yaml"
+    raw["backbones"]["smollm2-long"]["selection"]["choose"] = "best-of"
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(ValueError, match="backbone smollm2-long: selection.choose must be 'best' or 'last'"):
+        load_plan(p)
+    raw["backbones"]["smollm2-long"]["selection"]["choose"] = "last"  # the last checkpoint scored must be the last step
+    raw["artefacts"]["table9_smollm2@long"]["steps"] = 110
+    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(ValueError, match=r"table9_smollm2@long: .*steps 110 must be a multiple of selection.every 25"):
+        load_plan(p)
+
+
 def test_ctrl_c_stops_the_whole_job():
     # papermill turns SIGINT into "Aborted!" and exit 1; without the trap the script went on to the next run or report
     import signal
