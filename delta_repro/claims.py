@@ -38,7 +38,7 @@ def learning_summary(plan, runs_dir: str | Path, metric: str = "last") -> pd.Dat
     """Did RL learn? One row per (backbone, task, method) with evaluated runs: training seeds, held-out accuracy
     (%, report benchmarks, i.e. the evaluation sets, not the selection set; the primary metric: the right answer in
     any form, `evaluation.answer_correct`, where the results have it) of the warm start with its 95 % bootstrap
-    interval over problems, after RL (`metric` "last": the last policy, the primary reading; "final": the selected
+    interval over problems, after RL (`metric` "last": the last policy, the primary reading; "selected": the selected
     checkpoint; mean over seeds, 95 % bootstrap interval over seeds from 3 seeds up), and the gain after − warm start
     with its paired interval (`gain_ci`: problems drawn jointly for the warm start and every seed, seeds resampled)
     and the per-problem Wilcoxon p as a second reading (`gain p (Wilcoxon)`); beside them the strict verifier's
@@ -48,7 +48,7 @@ def learning_summary(plan, runs_dir: str | Path, metric: str = "last") -> pd.Dat
     when it does not, "no interval (2 seeds)", "one seed", or "no warm start") and `below warm start`: the seeds
     whose accuracy fell below the warm start's interval (a collapsed or degraded run). Raises `ValueError` for
     another metric, or runs and warm start scored on different problems."""
-    if metric not in ("last", "final"): raise ValueError(f"metric must be 'last' or 'final', got {metric!r}")
+    if metric not in ("last", "selected"): raise ValueError(f"metric must be 'last' or 'selected', got {metric!r}")
     groups = {}
     for rid, r in plan.runs.items(): groups.setdefault((r.backbone, r.task, r.method), []).append(rid)
     rows = []
@@ -311,11 +311,11 @@ PAPER_CLAIMS = (  # (claim, (artefact, method) of side a, (artefact, method) of 
 def paired_inputs(plan, runs_dir: str | Path, metric: str, side_a: tuple, side_b: tuple,
                   benchmarks: list | None = None) -> dict:
     """The per-problem arrays that pair a claim's two sides (`claim`'s a_problems, b_problems, paired_seeds), for
-    `metric` "final" or "last" and sides (artefact, method): every evaluated seed of each side (`seed_problems`), rows
+    `metric` "selected" or "last" and sides (artefact, method): every evaluated seed of each side (`seed_problems`), rows
     in seed order, aligned on the same problems; `paired_seeds` when both sides have the same seeds (seed s of two
     methods shares its warm start, its data order and its evaluation sampling). {} when the metric has no
     per-problem scores ("auc") or the sides were not scored on the same problems (then the interval is unpaired)."""
-    if metric not in ("final", "last"): return {}
+    if metric not in ("selected", "last"): return {}
     return _pair(seed_problems(plan, side_a[0], runs_dir, side_a[1], metric, benchmarks),
                  seed_problems(plan, side_b[0], runs_dir, side_b[1], metric, benchmarks))
 
@@ -372,7 +372,7 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     """The plan's primary claims, each tested alone (a family of one, no correction): `primary_claim` in the plan YAML,
     one mapping or a list of them (one per study, each with its own pre-registration), fixed before its runs were
     read — `claim` (the name, unique), `artefact`, methods `a` and `b`, `relation`, `checkpoint` ("last": the last
-    policy, `eval_final.csv`, metric "last"; "selected": the selected checkpoint, metric "final"), the reported
+    policy, `eval_final.csv`, metric "last"; "selected": the selected checkpoint, metric "selected"), the reported
     `benchmarks`, `alpha`, and optionally `equivalence_margin` (points; TOST, `equivalence`), `margin_note` (e.g.
     that the margin was chosen after the fact) and `registered` (the date it was fixed). Over training seeds with
     `claim`'s paired interval (`paired_inputs`), the per-problem Wilcoxon p and the equivalence reading beside it. One
@@ -391,7 +391,7 @@ def _primary_row(plan, runs_dir, spec: dict) -> dict:
     art, rel, alpha = spec["artefact"], spec.get("relation", ">"), float(spec.get("alpha", 0.05))
     checkpoint = spec.get("checkpoint", "last")
     if checkpoint not in ("last", "selected"): raise ValueError(f"primary_claim.checkpoint must be 'last' or 'selected', got {checkpoint!r}")
-    metric = "last" if checkpoint == "last" else "final"
+    metric = "last" if checkpoint == "last" else "selected"
     if art not in plan.artefact_runs: raise ValueError(f"primary_claim.artefact: {art!r} is not in the plan")
     margin = spec.get("equivalence_margin")
     try: _check_margin(margin)  # before any run is read
@@ -417,11 +417,11 @@ def _primary_row(plan, runs_dir, spec: dict) -> dict:
         row["note"] = row["note"].replace(" after Holm's correction", "")
     return row
 
-def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER_CLAIMS, alpha: float = 0.05,
+def check_claims(plan, runs_dir: str | Path, metric: str = "selected", claims=PAPER_CLAIMS, alpha: float = 0.05,
                  repeats: int = 4, by: str = "auto") -> pd.DataFrame:
     """Every claim of `claims` tested on the plan's runs with `claim`: over training seeds when both sides have at
     least 2 evaluated seeds (`metric` per seed), else over `repeats` repeated evaluations of seed 0 (the paper's App. K
-    protocol, `metric` "final" only); `by="repeats"` forces the paper's protocol. The claims of one call are judged
+    protocol, `metric` "selected" only); `by="repeats"` forces the paper's protocol. The claims of one call are judged
     as one family (`judge_claims`, Holm); judge a larger family (e.g. both metrics) by calling `judge_claims` on the
     joined tables. A side that is not in the plan gives the verdict "not in the plan", one without enough evaluated
     runs "runs missing". One row per claim, indexed by claim, with `method_a`, `method_b` and an `evidence` column."""
@@ -438,7 +438,7 @@ def check_claims(plan, runs_dir: str | Path, metric: str = "final", claims=PAPER
                 kw = paired_inputs(plan, runs_dir, metric, (art_a, m_a), (art_b, m_b))
                 row = {**claim(name, list(a.values()), list(b.values()), rel, alpha, **kw),
                        "evidence": f"{len(a)} vs {len(b)} training seeds"}
-            elif metric == "final" and 0 in a and 0 in b:
+            elif metric == "selected" and 0 in a and 0 in b:
                 a = run_scores(plan, art_a, runs_dir, m_a, report_benchmarks(plan, plan.artefact(art_a)["task"]), repeats, by="repeats", seed=0)
                 b = run_scores(plan, art_b, runs_dir, m_b, report_benchmarks(plan, plan.artefact(art_b)["task"]), repeats, by="repeats", seed=0)
                 row = {**claim(name, a, b, rel, alpha, unit="repeated evaluations"),

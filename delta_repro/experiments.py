@@ -34,7 +34,8 @@ ARTEFACTS = ("table1_main", "table2_within_side", "table3_ablations", "table4_pr
              "fig3_4_token_selection", "fig5_token_clouds", "appL1_overhead", "appK_significance",
              "table9_smollm2",  # extension: the transfer pair on the real pretrained SmolLM2-135M (cpu profile)
              "learning",  # extension: did RL learn? warm start vs after RL, per method (kind: learning)
-             "fig_lambda_tokens")  # extension: λ over the tokens of real completions (kind: batch)
+             "fig_lambda_tokens",  # extension: λ over the tokens of real completions (kind: batch)
+             "results")  # the results page: the claims, the curves, ours beside the paper's (kind: results, last)
 
 @dataclass(frozen=True)
 class Run:
@@ -131,9 +132,9 @@ def load_plan(path: str | Path) -> Plan:
             raise ValueError(f"plan {path}: unknown artefact {name!r} (known: {ARTEFACTS})")
         if not isinstance(spec, dict): raise ValueError(f"plan {path}: artefact {name} must be a mapping")
         kind = spec.get("kind", "runs")
-        if kind not in ("runs", "batch", "settings", "overhead", "learning"):
-            raise ValueError(f"plan {path}: artefact {name}: kind must be runs, batch, settings, overhead or learning, got {kind!r}")
-        if kind in ("settings", "overhead", "learning"): plan.artefact_runs[name] = []; continue  # learning: every run
+        if kind not in ("runs", "batch", "settings", "overhead", "learning", "results"):
+            raise ValueError(f"plan {path}: artefact {name}: kind must be runs, batch, settings, overhead, learning or results, got {kind!r}")
+        if kind in ("settings", "overhead", "learning", "results"): plan.artefact_runs[name] = []; continue  # learning, results: every run
         for key in ("backbone", "task"):
             table = raw["backbones" if key == "backbone" else "tasks"]
             if spec.get(key) not in table: raise ValueError(f"plan {path}: artefact {name}: unknown {key} {spec.get(key)!r}")

@@ -5,10 +5,10 @@ scores are in `scores`, the claim checks in `claims`, the token analyses in `tok
 
 # %% auto #0
 __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'training_logs', 'learning_curves',
-           'plot_dynamics', 'plot_learning', 'reward_summary', 'compare_with_paper', 'table_report', 'plot_comparison',
-           'settings_table', 'plot_overhead', 'latex_escape', 'write_table', 'save_figure', 'key_numbers',
-           'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores', 'METRICS',
-           'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
+           'plot_dynamics', 'plot_learning', 'reward_summary', 'compare_with_paper', 'report_title', 'table_report',
+           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'write_table', 'save_figure',
+           'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores',
+           'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
            'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary', 'CREDIT_COLUMNS',
            'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks', 'claim', 'judge_claims',
            'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims', 'step_size_notes',
@@ -184,13 +184,13 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
     bench = report_benchmarks(plan, spec["task"], ood)
     per_benchmark = {}
     for m in methods:  # per-benchmark means over every seed evaluated on all of them
-        seeds = seed_scores(plan, artefact, runs_dir, m, "final", bench)
+        seeds = seed_scores(plan, artefact, runs_dir, m, "selected", bench)
         paths = [Path(runs_dir) / r / "eval.csv" for r in method_runs(plan, artefact, m) if plan.runs[r].seed in seeds]
         if paths: per_benchmark[m] = method_summary(paths, bench).iloc[0]
     floors = {b: max(float(v[b]) for v in per_benchmark.values()) for b in bench
               if per_benchmark and all(float(v[b]) < floor_pct for v in per_benchmark.values())}
     used = [b for b in bench if b not in floors]
-    problems = {m: seed_problems(plan, artefact, runs_dir, m, "final", used) if used else {} for m in methods}
+    problems = {m: seed_problems(plan, artefact, runs_dir, m, "selected", used) if used else {} for m in methods}
     scores = {m: {s: float(v.mean()) for s, v in p.items()} for m, p in problems.items()}  # = seed_scores, read once
     ws = warm_start_accuracy(plan, runs_dir, spec["backbone"], spec["task"], used) if used else None
     pr = paper_results()
@@ -234,6 +234,14 @@ REPORT_TABLES = {  # artefact -> (paper table, paper backbone, OOD sets only, ti
     "table12_ood": ("table12_ood", "Qwen3-8B-Base", True, "Table 12: out of domain"),
 }
 
+def report_title(plan, artefact: str) -> str:
+    """The title of a comparison artefact's report page: the artefact's own `title` in the plan (e.g. a second
+    instance such as "table9_smollm2@long"), else its `REPORT_TABLES` title. Raises `ValueError` for an artefact that
+    is not in the plan or not a comparison table."""
+    if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
+    if artefact.split("@")[0] not in REPORT_TABLES: raise ValueError(f"artefact: {artefact!r} is not one of {list(REPORT_TABLES)}")
+    return str(plan.artefact(artefact).get("title") or REPORT_TABLES[artefact.split("@")[0]][3])
+
 def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFrame, str]:
     """(table, caption) of a comparison artefact of `REPORT_TABLES`: `compare_with_paper` on its runs and a caption
     that names the table, the scale, the evaluation sets, the reference method, what can be compared, the rules
@@ -241,7 +249,8 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     and, where the warm start is evaluated, each method's gain over it at the table's selected checkpoint (so a
     table of methods that did not learn says so). Raises `ValueError` for an artefact that is not a comparison table."""
     if artefact.split("@")[0] not in REPORT_TABLES: raise ValueError(f"artefact: {artefact!r} is not one of {list(REPORT_TABLES)}")
-    paper_table, paper_backbone, ood, title = REPORT_TABLES[artefact.split("@")[0]]
+    paper_table, paper_backbone, ood, _ = REPORT_TABLES[artefact.split("@")[0]]
+    title = report_title(plan, artefact)
     table = compare_with_paper(plan, artefact, runs_dir, paper_table, paper_backbone, ood)
     spec = plan.artefact(artefact)
     ref = table.attrs["reference"]
@@ -263,7 +272,7 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                     "the average and the ranks): " + ", ".join(f"{b} (best {v:.2f} %)" for b, v in floors.items()) + ".")
     if not ood:  # did RL learn here at all? (learning_summary) -- a table of methods that did not learn says so
         caption += " " + credit_text(credit_summary(plan, artefact, runs_dir))
-        learn = learning_summary(plan, runs_dir, "final")  # the checkpoint the table shows
+        learn = learning_summary(plan, runs_dir, "selected")  # the checkpoint the table shows
         if len(learn):
             at = (learn.index.get_level_values("backbone") == spec["backbone"]) & (learn.index.get_level_values("task") == spec["task"])
             rows = learn[at].droplevel(["backbone", "task"])
@@ -462,7 +471,7 @@ def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
 # %% ../nbs/09_reporting.ipynb #8077a0bf
 def key_numbers(figures_dir: str | Path) -> str:
     """The few numbers `reproduce.sh` prints at the end: per method, held-out accuracy after RL and its gain over the
-    warm start with 95 % intervals (`learning.csv`), then each claim's verdict on the `final` metric with its effect,
+    warm start with 95 % intervals (`learning.csv`), then each claim's verdict on the `selected` metric with its effect,
     interval, raw and Holm-adjusted p and detectable effect (`claims.csv`). Reads what exists; says so when a file is
     missing."""
     fig = Path(figures_dir)
@@ -486,7 +495,7 @@ def key_numbers(figures_dir: str | Path) -> str:
                           f"p = {f(r['p'], 4)} (seeds), per-problem Wilcoxon p = {f(r.get('p_problems', np.nan), 4)}, "
                           "detectable " + ("none (p < alpha is out of reach of this design)" if r["detectable"] == np.inf
                                            else f"{f(r['detectable'], 2)} points")))
-        c = c[c["metric"] == "final"] if "metric" in c else c
+        c = c[c["metric"] == "selected"] if "metric" in c else c
         out.append("the paper's claims (held-out accuracy; effect in points [95 % CI], p raw and Holm-adjusted over the "
                    "profile's secondary claims, smallest detectable effect):")
         for _, r in c.iterrows():

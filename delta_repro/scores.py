@@ -88,7 +88,7 @@ def run_scores(plan, artefact: str, runs_dir: str | Path, method: str, benchmark
 
 # %% ../nbs/09a_scores.ipynb #3348e52e
 METRICS = {
-    "final": "held-out accuracy of the selected checkpoint (question-weighted avg@k over the report benchmarks, %)",
+    "selected": "held-out accuracy of the selected checkpoint (question-weighted avg@k over the report benchmarks, %)",
     "last": "held-out accuracy of the last policy (step `steps`, no checkpoint selection; question-weighted avg@k "
             "over the report benchmarks, %)",
     "auc": "area under the selection-set learning curve from the warm start (step 0) to the last step, divided "
@@ -135,15 +135,15 @@ def _eval_file(metric: str) -> str:
     "The evaluation file a metric reads: the last policy's (`eval_final.csv`) for \"last\", else the selected checkpoint's."
     return "eval_final.csv" if metric == "last" else "eval.csv"
 
-def seed_problems(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "final",
+def seed_problems(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "selected",
                   benchmarks: list | None = None) -> dict:
     """{seed: per-problem accuracy} of every evaluated run of `method` on the backbone and task of `artefact`
-    (`method_runs`), for `metric` "final" (the selected checkpoint, `eval.csv`) or "last" (the last policy,
+    (`method_runs`), for `metric` "selected" (the selected checkpoint, `eval.csv`) or "last" (the last policy,
     `eval_final.csv`): each a `pandas.Series` (%, the primary reading: the right answer in any form where the results
     have it) indexed by (benchmark, problem_id) over `benchmarks` (default `report_benchmarks`); runs not evaluated on
     all of them are left out. The mean of a series is the run's question-weighted accuracy. Raises `ValueError` for
     another metric, or an unknown artefact or method."""
-    if metric not in ("final", "last"): raise ValueError(f"metric must be 'final' or 'last', got {metric!r}")
+    if metric not in ("selected", "last"): raise ValueError(f"metric must be 'selected' or 'last', got {metric!r}")
     ids = method_runs(plan, artefact, method)
     bench = benchmarks or report_benchmarks(plan, plan.runs[ids[0]].task)
     out = {}
@@ -154,15 +154,15 @@ def seed_problems(plan, artefact: str, runs_dir: str | Path, method: str, metric
         if set(s.index.get_level_values(0)) == set(bench): out[plan.runs[rid].seed] = s
     return out
 
-def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "final",
+def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "selected",
                 benchmarks: list | None = None) -> dict[int, float]:
     """{seed: score} of every evaluated run of `method` on the backbone and task of `artefact` (`method_runs`);
-    `metric` one of `METRICS` ("final": held-out accuracy of the selected checkpoint, "last": of the last policy, both
+    `metric` one of `METRICS` ("selected": held-out accuracy of the selected checkpoint, "last": of the last policy, both
     the primary reading over `benchmarks` defaulting to `report_benchmarks`, runs not evaluated on all of them left
     out (`seed_problems`); "auc": learning-curve area, runs without a step-0 point left out). Raises `ValueError` for
     an unknown artefact, method or metric."""
     if metric not in METRICS: raise ValueError(f"metric must be one of {list(METRICS)}, got {metric!r}")
-    if metric in ("final", "last"):
+    if metric in ("selected", "last"):
         return {s: float(v.mean()) for s, v in seed_problems(plan, artefact, runs_dir, method, metric, benchmarks).items()}
     out = {}
     for rid in method_runs(plan, artefact, method):

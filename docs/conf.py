@@ -23,7 +23,8 @@ release = version = next(l.split('"')[1] for l in (ROOT / "delta_repro" / "__ini
 root_doc = "docs/index"
 # The executed report notebooks, published by `reproduce.sh` beside their figures (figures/<profile>/notebooks/), are
 # pages too, with the outputs they were executed with (figures and tables): committed, so a fresh clone shows them.
-include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "nbs/experiments/*.ipynb", "figures/*/notebooks/*.ipynb"]
+# nbs/experiments/ is left out: sources without outputs, whose executed copies are the reports in figures/*/notebooks/
+include_patterns = ["docs/*.md", "README.md", "nbs/*.ipynb", "figures/*/notebooks/*.ipynb"]
 exclude_patterns = ["_site", ".venv", "**/.ipynb_checkpoints"]
 
 # sphinx-mathjax-offline sets mathjax_path to its bundled copy (instead of Sphinx's default CDN address) and copies

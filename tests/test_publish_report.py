@@ -29,3 +29,23 @@ def test_a_published_report_names_no_machine_path_and_keeps_its_outputs(tmp_path
     bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "publish_report.py"), str(tmp_path / "none.ipynb"),
                           str(dest), root], capture_output=True, text=True)
     assert bad.returncode != 0 and "EXECUTED.ipynb" in bad.stderr
+
+
+def test_a_comparison_page_gets_its_own_title_and_only_its_real_parameters(tmp_path):
+    # report_table.ipynb makes one page per comparison artefact: each must carry its own title, and the smoke
+    # defaults of the `parameters` cell must not stand above the parameters the report actually ran with
+    md = {"cell_type": "markdown", "id": "m0", "metadata": {}, "source": "# Comparison tables (Tables 1–4, 9–12)\n\nOne notebook."}
+    defaults = {"cell_type": "code", "id": "p0", "execution_count": 1, "metadata": {"tags": ["parameters"]},
+                "source": 'profile = "smoke"\nartefact = "table1_main"\n', "outputs": []}
+    injected = {"cell_type": "code", "id": "p1", "execution_count": 2, "metadata": {"tags": ["injected-parameters"]},
+                "source": '# Parameters\nprofile = "cpu"\nartefact = "table9_smollm2@long"\n', "outputs": []}
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3"}}, "cells": [md, defaults, injected]}
+    src = tmp_path / "executed.ipynb"
+    src.write_text(json.dumps(nb))
+    dest = tmp_path / "out.ipynb"
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "publish_report.py"), str(src), str(dest), str(ROOT)], check=True)
+    out = json.loads(dest.read_text())
+    assert [c["id"] for c in out["cells"]] == ["m0", "p1"]  # the defaults are gone, the real parameters stay
+    title = "".join(out["cells"][0]["source"]).split("\n")[0]
+    assert title == "# Table 9 (extension): SmolLM2-135M-Instruct trained 100 steps, the pre-registered study (cpu profile)"
+    assert "One notebook." in "".join(out["cells"][0]["source"])

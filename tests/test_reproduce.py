@@ -193,6 +193,8 @@ def test_smoke_profile_wrote_every_artefact():
     assert {c["claim"] for c in claims} >= {"DelTA > DAPO", "DAPO > Bottom-50%"}
     for ext in ("png", "pdf"):
         assert (figs / f"fig2_dynamics.{ext}").stat().st_size > 1000
+    gaps = pd.read_csv(figs / "results_gaps.csv", index_col=0)  # the results page: DelTA − DAPO per comparison
+    assert "table1_main" in gaps.index and (figs / "results_gaps.png").stat().st_size > 1000
 
 
 @pytest.mark.skipif(not SMOKE, reason="needs the smoke profile's outputs (bash test.sh runs it first)")

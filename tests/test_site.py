@@ -6,6 +6,7 @@ directives, and `#| hide` cells are not there. The same checks are run on a smal
 fail."""
 import base64
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,7 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-NOTEBOOKS = sorted(ROOT.glob("nbs/*.ipynb")) + sorted(ROOT.glob("nbs/experiments/*.ipynb"))
+# the library notebooks and the executed reports (nbs/experiments/ holds their sources, without outputs: not on the site)
+NOTEBOOKS = sorted(ROOT.glob("nbs/*.ipynb")) + sorted(ROOT.glob("figures/*/notebooks/*.ipynb"))
 PAGES = sorted(p for p in ROOT.glob("docs/*.md") if p.name != "index.md")  # reproduce, status, install, ...
 # Seconds a page may take to load and typeset its math. Every file is local, so a page's time is the browser's work
 # alone: the slowest page (nbs/00_proxies.html or nbs/01_coefficients.html, with 20 and 115 equations) took 3.4 s
@@ -185,7 +187,9 @@ def test_every_notebook_and_the_readme_have_a_page(site):
     assert want <= pages, sorted(want - pages)
     start = (site / "docs" / "index.html").read_text()
     for nb in NOTEBOOKS:  # every page is reachable from the start page
-        assert nb.relative_to(ROOT / "nbs").with_suffix(".html").as_posix() in start, nb.name
+        assert os.path.relpath(nb.with_suffix(".html"), ROOT / "docs") in start, nb.name
+    assert not any((site / "nbs" / "experiments").glob("*.html")), "a source notebook without outputs is on the site"
+    assert start.count("results.html") >= 2  # the results page: linked first, and in the table of contents
     for page in PAGES:
         assert f'href="{page.stem}.html"' in start, page.name
 

@@ -338,7 +338,7 @@ def test_seed_scores_claims_and_learning_summary_hand_computed(tmp_path):
     assert claims.loc["DelTA > within-side only", "verdict"] == "not in the plan"  # no table2 in this plan
     assert claims.loc["DAPO > Bottom-50%", "effect"] == pytest.approx(37.5 - 100 / 24)
 
-    s = learning_summary(plan, runs, "final").loc[("tiny-qwen3", "math")]
+    s = learning_summary(plan, runs, "selected").loc[("tiny-qwen3", "math")]
     assert s.loc["DelTA", "checkpoint"] == "selected"
     assert s.loc["DelTA", "warm start"] == pytest.approx(25.0) and s.loc["DelTA", "after RL"] == pytest.approx(87.5)
     assert s.loc["DelTA", "gain"] == pytest.approx(62.5) and s.loc["DelTA", "learns"] == "yes"
@@ -364,7 +364,7 @@ def test_the_tables_difference_is_paired_by_problem_and_seed(tmp_path):
         _run(runs, rid, r.method, r.seed, {"DelTA": 3}.get(r.method, 2) + 2 * r.seed)
     t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
     assert t.loc["DelTA", "ours Δ vs DAPO"] == pytest.approx(12.5)
-    pair = paired_inputs(plan, runs, "final", ("table1_main", "DelTA"), ("table1_main", "DAPO"), ["held"])
+    pair = paired_inputs(plan, runs, "selected", ("table1_main", "DelTA"), ("table1_main", "DAPO"), ["held"])
     assert pair["paired_seeds"] and pair["a_problems"].shape == (3, 4)
     r = paired_difference(pair["a_problems"], pair["b_problems"], "two-sided", paired_seeds=True)
     assert (t.loc["DelTA", "Δ low"], t.loc["DelTA", "Δ high"]) == pytest.approx((r["low"], r["high"]))
@@ -501,7 +501,7 @@ def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
     runs = tmp_path / "runs"
     write(warm_start_dir(runs, "tiny-qwen3", "math"), [1, 0, 0, 0], [1, 1, 0, 0], [1, 0, 0, 1])  # strict 25, lenient 50
     for rid in plan.runs: write(runs / rid, [1, 1, 0, 0], [1, 1, 0, 0], [1, 1, 1, 1])              # strict 50, lenient 50
-    row = learning_summary(plan, runs, "final").iloc[0]
+    row = learning_summary(plan, runs, "selected").iloc[0]
     assert row["warm start"] == 50 and row["after RL"] == 50 and row["gain"] == 0      # format learned, correctness not
     assert row["gain (strict)"] == 25 and row["unparseable % (warm start)"] == 50 and row["unparseable % (after RL)"] == 0
     assert row["learns"] == "no"
@@ -520,3 +520,34 @@ def test_a_tables_caption_gives_the_gain_of_the_checkpoint_the_table_shows(tmp_p
     assert table.loc["DelTA", "ours"] == pytest.approx(75.0)
     assert "selected checkpoint" in caption
     assert "DelTA 25.0 (seeds: 25.0, 25.0)" in caption and "-25.0" not in caption
+
+
+def test_results_page_gaps_and_curves_hand_computed(tmp_path):
+    # DelTA gets 6, 7, 8 of 8 right at the last policy on seeds 0-2 and DAPO 2, 3, 4 (each seed +50 points); at the
+    # selected checkpoint both 4 of 8: the page reads the checkpoint it is asked for, for every comparison alike
+    from delta_repro.results import claims_overview, conclusion, method_gaps, study_curves
+    plan = _plan(tmp_path)
+    runs = tmp_path / "runs"
+    last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4], "SAPO": [4, 4, 4], "Bottom-50%": [0, 0, 0]}
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 4, dev=8, last=last[r.method][r.seed],
+             curve=((0, 10.0), (10, 10.0 + 10 * r.seed + (5 if r.method == "DelTA" else 0))))
+    g = method_gaps(plan, runs)
+    assert list(g.index) == ["table1_main"]  # the only comparison table (appK is not one) listing both methods
+    r = g.loc["table1_main"]
+    assert r["effect"] == pytest.approx(50.0) and r["low"] <= 50 <= r["high"] and (r["n_a"], r["n_b"]) == (3, 3)
+    assert r["seed differences"] == "+50.00, +50.00, +50.00" and r["paper"] == pytest.approx(28.4 - 22.95)
+    assert method_gaps(plan, runs, metric="selected").loc["table1_main", "effect"] == 0.0
+    with pytest.raises(ValueError, match="metric"):
+        method_gaps(plan, runs, metric="auc")
+    c = study_curves(plan, runs, "appK_significance").set_index(["method", "step"])
+    assert c.loc[("DelTA", 10), "mean"] == pytest.approx(25.0) and c.loc[("DAPO", 10), "mean"] == pytest.approx(20.0)
+    assert c.loc[("DAPO", 10), "seeds"] == 3 and c.loc[("DAPO", 0), "low"] == c.loc[("DAPO", 0), "high"] == 10.0
+    with pytest.raises(ValueError, match="artefact"):
+        study_curves(plan, runs, "table99")
+    plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
+                                     relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05, equivalence_margin=5)
+    ov = claims_overview(primary_claim(plan, runs).reset_index())
+    assert ov.loc["DelTA > DAPO", "DelTA − DAPO [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.050"
+    text = conclusion(ov, g)
+    assert "**DelTA > DAPO**" in text and "not shown equivalent within ±5" in text and "1 of those contain 0" not in text
