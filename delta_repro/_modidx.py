@@ -309,6 +309,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'delta_repro.reporting._tex_value': ('reporting.html#_tex_value', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.compare_with_paper': ( 'reporting.html#compare_with_paper',
                                                                                      'delta_repro/reporting.py'),
+                                       'delta_repro.reporting.for_people': ('reporting.html#for_people', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.key_numbers': ('reporting.html#key_numbers', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.latex_escape': ('reporting.html#latex_escape', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.learning_curves': ( 'reporting.html#learning_curves',

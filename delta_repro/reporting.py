@@ -6,12 +6,12 @@ scores are in `scores`, the claim checks in `claims`, the token analyses in `tok
 # %% auto #0
 __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'training_logs', 'learning_curves',
            'plot_dynamics', 'plot_learning', 'reward_summary', 'compare_with_paper', 'report_title', 'table_report',
-           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'write_table', 'save_figure',
-           'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores',
-           'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
-           'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary', 'CREDIT_COLUMNS',
-           'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks', 'claim', 'judge_claims',
-           'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims', 'step_size_notes',
+           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'for_people', 'write_table',
+           'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths',
+           'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems',
+           'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary',
+           'CREDIT_COLUMNS', 'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks', 'claim',
+           'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims', 'step_size_notes',
            'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
            'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES', 'token_classes',
            'token_class_summary', 'token_class_text']
@@ -428,6 +428,18 @@ def _tex_value(v):
     if v is None or isinstance(v, (bool, np.bool_, numbers.Number)): return v
     return latex_escape(v)
 
+def for_people(df: pd.DataFrame, formats: dict | None = None) -> pd.DataFrame:
+    """`df` as a reader should see it (in a notebook, and in `write_table`'s Markdown and LaTeX): numbers rounded to 2
+    decimals unless `formats` gives a column its own format string ({"p": "{:.3f}"}), a missing value as "—", never
+    "nan". Returns a new DataFrame of objects with the same index and columns. Raises `TypeError` if `df` is not a
+    DataFrame."""
+    if not isinstance(df, pd.DataFrame): raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    rounded = df.round(2)
+    rounded = rounded.astype(object).where(rounded.notna(), "—")  # a missing value is a dash, never "nan"
+    for col, fmt in (formats or {}).items():
+        if col in df.columns: rounded[col] = [fmt.format(v) if pd.notna(v) else "—" for v in df[col]]
+    return rounded
+
 def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str = "", formats: dict | None = None) -> list[Path]:
     """Write `df` as Markdown (with the caption), LaTeX (every non-numeric label, cell and the caption escaped with
     `latex_escape`: "Top-50%" would otherwise comment out the rest of its row) and CSV (unrounded); returns the
@@ -439,10 +451,7 @@ def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str =
     _check_stem(name)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"]
-    rounded = df.round(2)
-    rounded = rounded.astype(object).where(rounded.notna(), "—")  # a missing value is a dash, never "nan"
-    for col, fmt in (formats or {}).items():
-        if col in df.columns: rounded[col] = [fmt.format(v) if pd.notna(v) else "—" for v in df[col]]
+    rounded = for_people(df, formats)
     show_index = not isinstance(rounded.index, pd.MultiIndex)
     if not show_index: rounded = rounded.reset_index()  # index levels as columns, not tuples
     paths[0].write_text((f"{caption}\n\n" if caption else "") + rounded.to_markdown(index=show_index) + "\n")
