@@ -104,7 +104,20 @@ from pathlib import Path
 from delta_repro.experiments import FIXTURE_FILES, describe_plan, hub_reachable, load_plan
 fixtures = None if hub_reachable() else {k: Path('tests/fixtures') / v for k, v in FIXTURE_FILES.items()}
 print(describe_plan(load_plan('configs/$profile.yaml'), '$runs', ${gpus:-None}, overlap=True, fixtures=fixtures))"
-  echo "[reproduce] dry run: ${#run_ids[@]} runs and ${#arts[@]} reports would be executed; nothing was run."
+  n_done=0; for rid in "${run_ids[@]}"; do [ -f "$runs/$rid/eval.csv" ] && n_done=$((n_done + 1)); done
+  # the warm starts the runs to train need that are not evaluated yet (built first if not in the cache, then evaluated)
+  python - "$profile" "$runs" "${run_ids[@]}" <<'PY'
+import sys
+from pathlib import Path
+from delta_repro.experiments import load_plan
+profile, runs_dir, ids = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
+plan = load_plan(f"configs/{profile}.yaml")
+todo = [r for r in ids if not (runs_dir / r / "eval.csv").exists()]
+for bb, task in dict.fromkeys((plan.runs[r].backbone, plan.runs[r].task) for r in todo):
+    ws = runs_dir / f"{bb}__{task}__warm-start" / "eval.csv"
+    print(f"  warm start {bb} / {task}: " + ("evaluated (archived or in runs/)" if ws.exists() else "would be built if not cached, then evaluated"))
+PY
+  echo "[reproduce] dry run: $(( ${#run_ids[@]} - n_done )) of ${#run_ids[@]} runs would be trained ($n_done already trained and evaluated), and ${#arts[@]} reports written; nothing was run."
   exit 0
 fi
 

@@ -540,7 +540,7 @@ def evaluate_run(plan: Plan, run_id: str, out_root: str | Path) -> Path:
     run that has not finished training."""
     from delta_repro.evaluation import save_results
     from delta_repro.models import load_model
-    from delta_repro.reporting import report_benchmarks
+    from delta_repro.scores import report_benchmarks  # not reporting: reporting imports this module
     run = plan.runs[run_id]
     out = Path(out_root) / run_id
     path, final_path = out / "eval.csv", out / "eval_final.csv"

@@ -166,8 +166,11 @@ def main():
     out_dir = ROOT / "figures" / a.profile
     if a.restore:
         n, w = restore(out_dir, runs_dir, cache)
+        files = [p.name for p in (out_dir / "runs").glob("*.tar.gz")]
+        ws_evals = sum(f.endswith("__warm-start.tar.gz") for f in files)
         print(f"[archive] restored {n} archived run{'s' if n != 1 else ''} and {w} warm start{'s' if w != 1 else ''} "
-              f"of figures/{a.profile}/ into {runs_dir} ({len(list((ROOT / 'figures' / a.profile / 'runs').glob('*.tar.gz')))} archived in all)")
+              f"of figures/{a.profile}/ into {runs_dir} (archived in all: {len(files) - ws_evals} runs and "
+              f"{ws_evals} warm-start evaluations)")
         return
     try:  # the runs whose checkpoint a report re-reads: the plan's batch artefacts (Fig. 1, Fig. 5, the λ heat-map)
         sys.path.insert(0, str(ROOT))

@@ -91,6 +91,9 @@ def test_paper_dry_run_prints_the_plan_with_gpu_hours():
                          text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     assert "GPU-h" in res.stdout and "Qwen3-8B-Base__deepmath__DelTA__s0" in res.stdout and "nothing was run" in res.stdout
+    n = len(load_plan(ROOT / "configs" / "paper.yaml").runs)  # nothing of the paper profile is trained here
+    assert f"dry run: {n} of {n} runs would be trained (0 already trained and evaluated)" in res.stdout
+    assert "warm start Qwen3-8B-Base / deepmath: would be built if not cached, then evaluated" in res.stdout
     hours = estimate_gpu_hours(load_plan(ROOT / "configs" / "paper.yaml"))
     assert 100 < hours["Qwen3-8B-Base__deepmath__DelTA__s0"] < 1000
 
