@@ -115,28 +115,34 @@ def plot_dynamics(logs: pd.DataFrame, curves: pd.DataFrame, title: str = "", win
 
 def plot_learning(summary: pd.DataFrame, title: str = ""):
     """Held-out accuracy on the evaluation sets of each backbone's warm start and of each method after RL (mean over
-    seeds with its 95 % interval from 3 seeds up; below that, each seed as a cross) from `learning_summary`.
-    Returns the figure."""
+    seeds with its 95 % interval from 3 seeds up; below that, each seed as a cross) from `learning_summary`: one
+    panel per backbone and task, each on its own accuracy axis, so that a gain of a point or two shows beside a
+    backbone whose accuracy lies elsewhere. Returns the figure."""
     import matplotlib.pyplot as plt
     s = summary.reset_index()
-    labels = [f"{r.backbone} / {r.task} / {r.method} (n={r.seeds})" for r in s.itertuples()]
-    y = np.arange(len(s))[::-1]
-    fig, ax = plt.subplots(figsize=(9, 0.8 + 0.38 * len(s)))
-    for col, lo, hi, color, name in (("warm start", "warm start low", "warm start high", "tab:gray", "warm start"),
-                                     ("after RL", "after RL low", "after RL high", "tab:blue", "after RL (mean over seeds)")):
-        v = s[col].to_numpy(float)
-        err = np.vstack([v - s[lo].to_numpy(float), s[hi].to_numpy(float) - v])
-        ax.errorbar(v, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color=color, label=name, capsize=3)
-    for yi, (_, r) in zip(y, s.iterrows()):  # below 3 seeds no interval: each seed as a cross
-        if r["seeds"] < 3:
-            vals = [float(v) for v in str(r.get("seed values", "")).split(", ") if v]
-            ax.plot(vals, [yi] * len(vals), "x", color="tab:blue", ms=6)
-    ax.set_yticks(y, labels, fontsize=8)
-    ax.set(xlabel="held-out accuracy (%) on the evaluation sets; 95 % interval from 3 seeds up, × = a seed")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # off the data
-    if title: ax.set_title(title, fontsize=10)
+    groups = list(s.groupby(["backbone", "task"], sort=False))
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 0.9 * len(groups) + 0.34 * len(s)), squeeze=False,
+                             gridspec_kw={"height_ratios": [len(g) + 1.5 for _, g in groups]})
+    for ax, ((backbone, task), g) in zip(axes[:, 0], groups):
+        y = np.arange(len(g))[::-1]
+        for col, lo, hi, color, name in (("warm start", "warm start low", "warm start high", "tab:gray", "warm start"),
+                                         ("after RL", "after RL low", "after RL high", "tab:blue", "after RL (mean over seeds)")):
+            v = g[col].to_numpy(float)
+            err = np.vstack([v - g[lo].to_numpy(float), g[hi].to_numpy(float) - v])
+            ax.errorbar(v, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color=color, label=name, capsize=3)
+        for yi, (_, r) in zip(y, g.iterrows()):  # below 3 seeds no interval: each seed as a cross
+            if r["seeds"] < 3:
+                vals = [float(v) for v in str(r.get("seed values", "")).split(", ") if v]
+                ax.plot(vals, [yi] * len(vals), "x", color="tab:blue", ms=6)
+        ax.set_yticks(y, [f"{r.method} (n={r.seeds})" for r in g.itertuples()], fontsize=8)
+        ax.set_title(f"{backbone} / {task}", fontsize=9, loc="left")
+        ax.tick_params(axis="x", labelsize=8)
+    axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # off the data
+    axes[-1, 0].set_xlabel("held-out accuracy (%) on the evaluation sets; 95 % interval from 3 seeds up, × = a seed")
+    if title: fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
 
 
 def reward_summary(logs: pd.DataFrame, share: float = 0.1) -> pd.DataFrame:

@@ -1,4 +1,6 @@
 "Claim tests of App. K: which scores are compared (seeds or repeated evaluations), with hand-computed values."
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import yaml
@@ -238,3 +240,27 @@ def test_fig1_on_a_batch_where_every_group_tied_says_so():
              "proxies": torch.zeros(4, 3, 2)}
     fig = plot_overview(batch, "tied")
     assert "nothing to project" in fig.axes[0].texts[0].get_text() and "0 tokens" in fig.axes[0].texts[0].get_text()
+
+
+def test_lambda_token_classes_script_writes_both_groupings(tmp_path, monkeypatch):
+    # the SmolLM2 table of issue 37 is made by this script once its checkpoint exists; here on the smoke warm start
+    # (4 prompts x its 4 completions)
+    import subprocess, sys
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "lt" / "classes.csv"
+    res = subprocess.run([sys.executable, "scripts/lambda_token_classes.py", "--profile", "smoke", "--backbone",
+                          "tiny-qwen3", "--prompts", "4", "--out", str(out)], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    import re
+    df = pd.read_csv(out)
+    (both,) = map(int, re.findall(r"warm start: reward [\d.]+ over 16 completions, (\d+) prompts with both", res.stdout))
+    if both:  # a batch without a prompt of both outcomes has no contrast to measure: no rows, as the output says
+        assert set(df["policy"]) == {"warm start"} and set(df["grouping"]) == {"position", "made of"}
+        assert df["lam"].between(0.5, 1.5).all() and set(df["batch_completions"]) == {16}
+    else:
+        assert df.empty
+    assert out.with_suffix(".md").exists()
+    bad = subprocess.run([sys.executable, "scripts/lambda_token_classes.py", "--profile", "smoke", "--backbone", "nope",
+                          "--out", str(out)], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    assert bad.returncode != 0 and "--backbone" in bad.stderr
