@@ -425,9 +425,10 @@ def latex_escape(s) -> str:
     return "".join(_latex_char(ch) for ch in str(s))
 
 def _check_stem(name):
-    if not (isinstance(name, str) and len(name) <= 200 and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name)):
-        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -, not starting with '.' or '-', at "
-                         f"most 200 characters), got {name!r}")
+    # "@" for a second instance of an artefact ("table9_smollm2@long"): safe in a file name on every platform
+    if not (isinstance(name, str) and len(name) <= 200 and re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.@-]*", name)):
+        raise ValueError(f"name must be a plain file stem (letters, digits, _ . - @, not starting with '.', '-' or "
+                         f"'@', at most 200 characters), got {name!r}")
 
 def _tex_value(v):
     "Numbers, booleans and missing values as they are (to_latex formats them); anything else escaped as text."
