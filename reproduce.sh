@@ -25,6 +25,8 @@
 # report notebook per artefact writes figures/<profile>/<artefact>.{png,pdf,md,tex,csv}. Executed notebooks are kept
 # under runs/<profile>/notebooks/. Interrupt it at any time and run it again: finished runs are skipped (never
 # overwritten), unfinished ones resume from their last checkpoint.
+{  # the whole script is one block: bash reads it all before running any of it, so editing this file while a
+   # long run executes it (hours) cannot make the running copy read a shifted line (it did once: "e: command not found")
 set -euo pipefail
 cd "$(dirname "$0")"
 # Ctrl-C stops the whole job, not just the notebook in flight (papermill catches SIGINT and exits 1, which would
@@ -203,3 +205,5 @@ echo; echo "[reproduce] key numbers at the $profile scale (full tables: learning
 python -c "from delta_repro.reporting import key_numbers; print(key_numbers('$figs'))" | sed 's/^/  /' || true
 echo "  executed notebooks: runs/$profile/notebooks/   figures and tables: figures/$profile/"
 if [ ${#failed[@]} -gt 0 ]; then echo "[reproduce] FAILED: ${failed[*]} (see the executed notebooks)" >&2; exit 1; fi
+exit 0
+}

@@ -263,8 +263,12 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     floors = table.attrs["floors"]
     bench = [b for b in report_benchmarks(plan, spec["task"], ood) if b not in floors]
     seeds = sorted(set(table["seeds"].astype(int)) - {0}) or [0]
+    from delta_repro.experiments import selection_settings
+    kept = ("run's last policy (this backbone keeps no checkpoint selection: selection.choose 'last'; the selection "
+            "set gives its learning curve only)" if selection_settings(plan.raw, spec["backbone"]).get("choose") == "last"
+            else "run's selected checkpoint (chosen on the selection set, the paper's protocol)")
     caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy of each "
-               f"run's selected checkpoint (chosen on the selection set, the paper's protocol) on "
+               f"{kept} on "
                f"the evaluation set{'s' * (len(bench) != 1)} (%, question-weighted avg@k over {', '.join(bench) or 'none'}; "
                f"not the checkpoint-selection set), mean and sd over {'/'.join(map(str, seeds))} training seeds; "
                f"`ours shown` carries a 95 % bootstrap interval over seeds, and the difference from {ref} a 95 % interval "
@@ -487,7 +491,8 @@ def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
 # %% ../nbs/09_reporting.ipynb #8077a0bf
 def key_numbers(figures_dir: str | Path) -> str:
     """The few numbers `reproduce.sh` prints at the end: per method, held-out accuracy after RL and its gain over the
-    warm start with 95 % intervals (`learning.csv`), then each claim's verdict on the `selected` metric with its effect,
+    warm start with 95 % intervals (`learning.csv`), the primary claims (with their equivalence reading), then each
+    claim's verdict on the `selected` metric with its effect,
     interval, raw and Holm-adjusted p and detectable effect (`claims.csv`). Reads what exists; says so when a file is
     missing."""
     fig = Path(figures_dir)
@@ -510,10 +515,12 @@ def key_numbers(figures_dir: str | Path) -> str:
                           f"; effect {f(r['effect'], 2)} points [{f(r['ci_low'], 2)}, {f(r['ci_high'], 2)}] ({r.get('interval', '')}), "
                           f"p = {f(r['p'], 4)} (seeds), per-problem Wilcoxon p = {f(r.get('p_problems', np.nan), 4)}, "
                           "detectable " + ("none (p < alpha is out of reach of this design)" if r["detectable"] == np.inf
-                                           else f"{f(r['detectable'], 2)} points")))
+                                           else f"{f(r['detectable'], 2)} points")
+                          + (f"; within ±{f(r['equivalence_bound'], 2)} points (90 % CI), TOST: {r['tost']}"
+                             if isinstance(r.get("tost"), str) and r["tost"] else "")))
         c = c[c["metric"] == "selected"] if "metric" in c else c
-        out.append("the paper's claims (held-out accuracy; effect in points [95 % CI], p raw and Holm-adjusted over the "
-                   "profile's secondary claims, smallest detectable effect):")
+        out.append("the paper's claims at the selected checkpoint (held-out accuracy; effect in points [95 % CI], p raw "
+                   "and Holm-adjusted over the profile's secondary claims, smallest detectable effect):")
         for _, r in c.iterrows():
             if r["verdict"] in ("runs missing", "not in the plan"):
                 out.append(f"  {r['claim']}: {r['verdict']}")
