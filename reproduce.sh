@@ -4,8 +4,10 @@
 #   bash reproduce.sh [--profile smoke|cpu|gpu1|paper] [--only ARTEFACT ...] [--jobs N] [--dry-run | --reports-only]
 #
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
-#              cpu:   the default without a GPU: real RL on offline tasks, ~7-9 h on 2 cores / 24 GB (10-16 min per pair of
-#                     tiny runs measured; it spans sessions: finished runs are archived and skipped)
+#              cpu:   the default without a GPU: real RL on offline tasks, 2 cores / 24 GB. Finished runs are archived
+#                     in figures/cpu/runs/ and restored first, so a fresh clone trains only what the archive lacks (today
+#                     the SmolLM2 study's remaining runs, over an hour each, two at a time) and remakes every report;
+#                     --retrain trains every run again: many hours (docs/reproduce.md gives the measured times)
 #              gpu1:  Qwen3-0.6B-Base on MATH with vLLM, DelTA vs DAPO (3 seeds) and ablations, ~a day on one 80 GB GPU
 #                     (the default when nvidia-smi sees exactly one GPU)
 #              paper: the paper's models and data on 8 GPUs with vLLM (the default when nvidia-smi sees several GPUs)
