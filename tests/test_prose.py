@@ -3,8 +3,9 @@
 same paragraph or list item (a `figures/...`, `configs/...` or `benchmarks/...` path in backticks or a link; a `.md`
 table is read through the `.csv` beside it), so that a stale or hand-edited number fails the suite. Numbers that name
 things rather than measure them (Table 9, issue 37, avg@4, a method such as Top-50%, a date, the 95 of "95 % CI")
-are not read. A number is found when any cell of a cited file holds it, so a number moved to another row of the same
-file passes here: the README's headline is also checked row by row and column by column (`tests/test_readme.py`).
+are not read. A number is found in the rows of a cited table that the passage names (by claim, method or artefact),
+in any column, so a number moved to another column of a named row passes here: the README's headline is also checked
+cell by cell (`tests/test_readme.py`).
 The checker runs on passages made to fail, so it can fail."""
 import csv
 import json
@@ -24,11 +25,19 @@ NAMES = [r"\d{4}-\d{2}-\d{2}", r"\b\d+-(?:step|term|digit|point|process|token)s?
 NUMBER = re.compile(r"(?<![\w.])[+−-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w.]\d)|(?<![\w.])[+−-]?\d+(?:\.\d+)?(?![\w]|\.\d)")
 
 
-def _numbers_of(path: Path) -> list[float]:
-    "Every number a cited file holds: csv cells, json/jsonl leaves, else the numbers of its text."
+def _numbers_of(path: Path, unit: str = "") -> list[float]:
+    """Every number a cited file holds: csv cells, json/jsonl leaves, else the numbers of its text. Of a csv, only the
+    rows whose key (its `claim`, `method` or `artefact` column, else its first) the passage names, when it names any:
+    a number must come from the row the sentence is about, not from anywhere in the table."""
     if path.suffix == ".md" and path.with_suffix(".csv").exists():
         path = path.with_suffix(".csv")
     text = path.read_text(encoding="utf-8")
+    if path.suffix == ".csv":
+        rows = list(csv.DictReader(text.splitlines()))
+        if rows:
+            key = next((k for k in ("claim", "method", "artefact") if k in rows[0]), next(iter(rows[0])))
+            named = [r for r in rows if r[key] and _names(unit, r[key])]
+            return [x for r in (named or rows) for cell in r.values() if cell for x in _floats(cell)]
     out = []
     def leaves(x):
         if isinstance(x, bool): return
@@ -45,6 +54,11 @@ def _numbers_of(path: Path) -> list[float]:
     else:
         out.extend(_floats(text))
     return out
+
+
+def _names(unit: str, key: str) -> bool:
+    "Whether a passage names a row key as a whole phrase (DAPO is not named by 'DAPO w/ Forking Tokens')."
+    return re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-]| w/)", unit, re.I) is not None
 
 
 def _floats(s: str) -> list[float]:
@@ -98,7 +112,7 @@ def problems(text: str, root: Path = ROOT) -> list[str]:
         if not files:
             found.append(f"numbers {[s for s, _ in stated]} without a cited file: {unit[:100]}…")
             continue
-        pool = [x for f in files for x in (_numbers_of(f) if f.is_file() else [])]
+        pool = [x for f in files for x in (_numbers_of(f, unit) if f.is_file() else [])]
         bad = [s for s, pct in stated if not _matches(s, pool, pct)]
         if bad:
             found.append(f"{bad} not in {[str(f.relative_to(root)) for f in files]}: {unit[:100]}…")
@@ -127,6 +141,8 @@ def test_the_readme_result_numbers_are_the_files_numbers():
     ("- DAPO gains 2.0 points (`figures/cpu/nothing.csv`).", "do not exist"),
     ("- Table 9 and issue 37 name things; so do avg@4, Top-50% and 2026-12-04 (`figures/cpu/claims.csv`).", None),
     ("- The same-seed reference: 62.5 % identical completions (`configs/cpu_calibration.jsonl`).", None),
+    ("- DAPO gains +2.0 points at the last policy (`figures/cpu/learning.csv`).", None),
+    ("- DAPO gains +2.8 points at the last policy (`figures/cpu/learning.csv`).", "not in"),  # forking tokens' gain
 ])
 def test_the_checker_fails_a_number_the_files_do_not_hold(passage, why):
     found = problems(passage)
