@@ -298,6 +298,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                      'delta_repro.proxies.sample_completions': ( 'proxies.html#sample_completions',
                                                                                  'delta_repro/proxies.py'),
                                      'delta_repro.proxies.topk_hidden_proxy': ('proxies.html#topk_hidden_proxy', 'delta_repro/proxies.py'),
+                                     'delta_repro.proxies.warm_start_archives': ( 'proxies.html#warm_start_archives',
+                                                                                  'delta_repro/proxies.py'),
                                      'delta_repro.proxies.warm_started_policy': ( 'proxies.html#warm_started_policy',
                                                                                   'delta_repro/proxies.py')},
             'delta_repro.reporting': { 'delta_repro.reporting._check_stem': ('reporting.html#_check_stem', 'delta_repro/reporting.py'),

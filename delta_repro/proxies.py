@@ -4,8 +4,8 @@
 
 # %% auto #0
 __all__ = ['WARM_START', 'lm_head_proxy', 'output_embedding', 'capture_lm_head_inputs', 'backbone', 'capture_final_hidden_states',
-           'RunningExample', 'warm_started_policy', 'sample_completions', 'running_example', 'completion_proxies',
-           'topk_hidden_proxy']
+           'RunningExample', 'warm_start_archives', 'warm_started_policy', 'sample_completions', 'running_example',
+           'completion_proxies', 'topk_hidden_proxy']
 
 # %% ../nbs/00_proxies.ipynb #cbc04398
 import os
@@ -185,20 +185,38 @@ class RunningExample:
                 "shared": {i: words[i].index("so") for i in (c, w)}}
 
 # %% ../nbs/00_proxies.ipynb #a32d0085
-WARM_START = "tiny-qwen3-math-94b3bc1fee6e521c"  # the cpu profile's warm-started tiny Qwen3 (figures/cpu/warm_starts/)
+WARM_START = "tiny-qwen3-math-94b3bc1fee6e521c"  # the cpu profile's warm-started tiny Qwen3, shipped inside the wheel
+
+def warm_start_archives() -> dict[str, Path]:
+    """The warm-started policies this installation has, by name: `<name>.tar.gz` archives inside the package
+    (`delta_repro/data/warm_starts/`: the wheel ships `WARM_START`, about 4 MB) and, in a clone of the repository,
+    every one of `figures/cpu/warm_starts/` (the olmo3 and code policies too); the package's copy comes first."""
+    import delta_repro
+    pkg = Path(delta_repro.__file__).resolve().parent
+    found = {}
+    for d in (pkg / "data" / "warm_starts", pkg.parent / "figures" / "cpu" / "warm_starts"):
+        for a in sorted(d.glob("*.tar.gz")) if d.is_dir() else []:
+            found.setdefault(a.name[: -len(".tar.gz")], a)
+    return found
 
 def warm_started_policy(name: str = WARM_START) -> Path:
-    """The directory of a warm-started policy shipped with the repository as `figures/cpu/warm_starts/<name>.tar.gz`
-    (a transformers model directory: model.safetensors, tokenizer, warm_start.json), unpacked once under
-    `delta_repro.models.cache_dir()`; `delta_repro.models.load_model` loads it. Raises `FileNotFoundError` when the
-    archive is not there (a package installed without a clone of the repository)."""
-    import delta_repro
+    """The directory of the warm-started policy `name` (a transformers model directory: model.safetensors,
+    tokenizer, warm_start.json), unpacked once from its archive (`warm_start_archives()`) under
+    `delta_repro.models.cache_dir()`; `delta_repro.models.load_model` loads it. Raises `FileNotFoundError` naming
+    what to install or run when this installation does not have it: `WARM_START` ships inside the wheel; the other
+    policies of the cpu profile come with a clone of the repository."""
     from delta_repro.models import cache_dir
     target = cache_dir() / name
     if (target / "model.safetensors").exists(): return target
-    archive = Path(delta_repro.__file__).resolve().parents[1] / "figures" / "cpu" / "warm_starts" / f"{name}.tar.gz"
-    if not archive.exists():
-        raise FileNotFoundError(f"{archive} is missing: the warm-started policies ship with a clone of the repository")
+    archive = warm_start_archives().get(name)
+    if archive is None and name == WARM_START:
+        raise FileNotFoundError(f"warm-started policy {name!r}: this installation of delta_repro lacks the policy its "
+                                f"wheel ships; reinstall it: pip install --force-reinstall --no-deps delta_repro")
+    if archive is None:
+        raise FileNotFoundError(f"warm-started policy {name!r}: not in this installation (it has "
+                                f"{sorted(warm_start_archives())}); the pip package ships only {WARM_START!r}, the "
+                                f"cpu profile's other policies come with a clone of the repository (pip install -e "
+                                f"<clone>), or `bash reproduce.sh` trains them")
     tmp = target.with_name(f".{name}.tmp{os.getpid()}")
     tmp.mkdir(parents=True, exist_ok=True)
     try:

@@ -3,6 +3,7 @@ one figure) fits in 150 lines; every number its result section states equals the
 names; every repository path it and the docs/ pages name exists; and its library example runs as written, on the
 shipped warm-started policy (the test makes it 2 steps for speed, nothing else)."""
 import csv
+import importlib.util
 import re
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import delta_repro.trainer as trainer_mod
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+_spec = importlib.util.spec_from_file_location("readme_example", ROOT / "scripts" / "readme_example.py")
+readme_example = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(readme_example)
 NUM = r"[+−-]?\d+(?:\.\d+)?"
 
 
@@ -123,20 +127,14 @@ def test_every_path_the_readme_and_the_docs_name_exists():
 
 
 def test_readme_trainer_example_runs(monkeypatch, tmp_path):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    (example,) = [b for b in blocks if "DeltaGRPOTrainer(" in b]
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", README.read_text(), re.S) if "DeltaGRPOTrainer(" in b]
     assert "model, tokenizer =" in example and "dataset =" in example  # self-contained: nothing is injected below
-    # keep the example's own settings (its CPU/GPU switch included); only make it short
-    class Short(trainer_mod.DeltaGRPOConfig):
-        def __post_init__(self):
-            self.max_steps, self.report_to = 2, "none"
-            self.save_strategy, self.disable_tqdm = "no", True
-            super().__post_init__()
-    monkeypatch.setattr(trainer_mod, "DeltaGRPOConfig", Short)
+    # keep the example's own settings (its CPU/GPU switch included); only make it short (tests/readme_example.py;
+    # tests/test_packaging.py runs the same file against the installed wheel, outside the clone)
     monkeypatch.chdir(tmp_path)
-    ns = {}
-    exec(compile(example, "README.md", "exec"), ns)
+    ns = readme_example.run(README.read_text(), steps=2)
     logs = ns["trainer"].state.log_history
+    assert ns["trainer"].state.global_step == 2 and trainer_mod.DeltaGRPOConfig.__name__ == "DeltaGRPOConfig"
     assert any("delta/lam_mean" in l for l in logs) and ns["args"].credit_assignment == "delta"
     assert ns["args"].use_cpu and not ns["args"].bf16  # the example's own switch picked the CPU settings here
     assert any(l.get("reward", 0) > 0 for l in logs)  # the warm start answers some problems: there is a signal

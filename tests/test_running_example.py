@@ -3,6 +3,7 @@ a training problem, the two tokens the notebooks follow, its proxies, the plain 
 must give the loss `DeltaGRPOTrainer` computes through TRL on the same group, and the plain loop of 03_trainer."""
 import copy
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,8 +11,8 @@ from datasets import Dataset
 
 from delta_repro.coefficients import delta_coefficients
 from delta_repro.data import problem_key, split_of
-from delta_repro.proxies import (capture_lm_head_inputs, completion_proxies, lm_head_proxy, running_example,
-                                 sample_completions, warm_started_policy)
+from delta_repro.proxies import (WARM_START, capture_lm_head_inputs, completion_proxies, lm_head_proxy,
+                                 running_example, sample_completions, warm_started_policy)
 from delta_repro.rewards import math_reward
 from delta_repro.trainer import DeltaGRPOConfig, DeltaGRPOTrainer, plain_delta_loss, plain_rl_run
 
@@ -118,8 +119,21 @@ def test_the_example_is_a_training_problem_of_the_shipped_warm_start(ex):
 
 def test_warm_started_policy_names_a_missing_archive(tmp_path, monkeypatch):
     monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match="no-such-policy.tar.gz"):
+    with pytest.raises(FileNotFoundError, match="'no-such-policy'.*pip package ships only.*reproduce.sh"):
         warm_started_policy("no-such-policy")
+
+
+def test_the_package_ships_the_default_warm_start_and_says_how_to_get_it_back(tmp_path, monkeypatch):
+    import delta_repro
+    import delta_repro.proxies as proxies
+
+    # inside the package (what the wheel carries), not only beside it in the clone
+    assert proxies.warm_start_archives()[WARM_START].parent == Path(delta_repro.__file__).parent / "data" / "warm_starts"
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path))
+    monkeypatch.setattr(proxies, "warm_start_archives", lambda: {})  # an installation that lost it
+    with pytest.raises(FileNotFoundError, match="pip install --force-reinstall --no-deps delta_repro") as e:
+        warm_started_policy()
+    assert "/" not in str(e.value)  # what to run, not a path inside site-packages
 
 
 def test_the_followed_tokens_are_where_the_pair_first_differs_and_the_shared_so(ex):

@@ -1,0 +1,61 @@
+"""The README's TRL example, run as written with whatever `delta_repro` Python imports, made short: `steps` training
+steps (2 in the tests), no reports, no checkpoints, no progress bar; nothing else is changed or injected.
+
+tests/test_readme.py runs it in-process on the clone; scripts/check_wheel.py (CI, through tests/test_packaging.py, and
+the release workflow) copies this file and the README into a
+folder outside the clone and runs it there with a fresh virtual environment's Python, into which only the built
+wheel (and its dependencies) was installed, with an empty DELTA_REPRO_CACHE:
+
+    python -I readme_example.py README.md [STEPS]
+
+prints one JSON line: where delta_repro was imported from, its version, the steps run, and the logged rewards and
+mean λ. Exits non-zero (the example's own traceback) when the example fails."""
+import json
+import re
+import sys
+from pathlib import Path
+
+
+def example(readme: str) -> str:
+    "The README's one python block that builds a `DeltaGRPOTrainer`. Raises `ValueError` when there is not exactly one."
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "DeltaGRPOTrainer(" in b]
+    if len(blocks) != 1:
+        raise ValueError(f"readme: expected one python block that builds a DeltaGRPOTrainer, found {len(blocks)}")
+    return blocks[0]
+
+
+def run(readme: str, steps: int = 2) -> dict:
+    """Execute the README's example (`example(readme)`) with `DeltaGRPOConfig` made `steps` steps long and quiet;
+    returns the example's namespace (its `trainer`, `args`, `model`, ...). The current directory receives `out/`."""
+    if not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    import delta_repro.trainer as trainer_mod
+
+    code = example(readme)
+    original = trainer_mod.DeltaGRPOConfig
+
+    class Short(original):
+        def __post_init__(self):
+            self.max_steps, self.report_to = steps, "none"
+            self.save_strategy, self.disable_tqdm = "no", True
+            super().__post_init__()
+
+    trainer_mod.DeltaGRPOConfig = Short  # the example imports it by name from delta_repro.trainer
+    try:
+        ns = {}
+        exec(compile(code, "README.md", "exec"), ns)
+    finally:
+        trainer_mod.DeltaGRPOConfig = original
+    return ns
+
+
+if __name__ == "__main__":
+    import delta_repro
+
+    readme_path, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    ns = run(Path(readme_path).read_text(encoding="utf-8"), steps)
+    logs = ns["trainer"].state.log_history
+    print(json.dumps({"delta_repro": delta_repro.__file__, "version": delta_repro.__version__,
+                      "steps": ns["trainer"].state.global_step,
+                      "reward": [l["reward"] for l in logs if "reward" in l],
+                      "lam_mean": [l["delta/lam_mean"] for l in logs if "delta/lam_mean" in l]}))
