@@ -21,6 +21,17 @@ PAIRS = [(a, b) for a in range(10) for b in range(10)]
 
 
 @pytest.fixture(scope="session")
+def dist(tmp_path_factory):
+    """(sdist, wheel): the sdist and the wheel built from it, `twine check --strict` passed (scripts/check_wheel.py);
+    built once for tests/test_packaging.py and tests/test_verl.py."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("check_wheel", Path(__file__).parents[1] / "scripts" / "check_wheel.py")
+    check_wheel = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check_wheel)
+    return check_wheel.build(tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="session")
 def tok():
     return train_bpe_tokenizer([f"{a} + {b} = {a + b}" for a, b in PAIRS], vocab_size=300)
 

@@ -113,6 +113,21 @@ def test_the_plugin_loads_through_the_entry_point(report):
     assert report["plugin_loaded"]  # verl's trainers build DeltaActorRolloutRefWorker
 
 
+def test_verl_finds_the_plugin_installed_from_the_wheel(request, tmp_path):
+    """docs/scale.md's install: the built wheel, without its dependencies, into verl's environment; importing verl
+    loads the plugin from there through the `verl.plugins` entry point (ahead of the clone's editable install)."""
+    _skip_unless_verl()
+    wheel = request.getfixturevalue("dist")[1]  # built only where verl's environment exists
+    site = tmp_path / "site"
+    subprocess.run([str(VERL_PYTHON), "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, env={k: v for k, v in ENV.items() if k != "PYTHONPATH"})
+    code = "import sys, verl; m = sys.modules.get('delta_repro.verl'); print(m.__file__ if m else 'not loaded')"
+    res = subprocess.run([str(VERL_PYTHON), "-c", code], cwd=tmp_path, env=dict(ENV, PYTHONPATH=str(site)),
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.stdout.strip().splitlines()[-1] == str(site / "delta_repro" / "verl.py")
+
+
 @pytest.mark.parametrize("mode", ["dapo", "grpo", "dr_grpo"])
 @pytest.mark.parametrize("credit", ["delta", "none"])
 @pytest.mark.parametrize("layout", ["padded", "rmpad"])
