@@ -71,8 +71,9 @@ def make_venv(venv: Path, wheel: Path) -> Path:
     base = getattr(sys, "_base_executable", sys.executable)  # not this environment's packages: a bare Python
     _run([base, "-m", "venv", venv])
     python = venv / "bin" / "python"
-    _run([python, "-m", "pip", "install", "-q", torch_pin()], env=user_env())
-    _run([python, "-m", "pip", "install", "-q", wheel, "-c", ROOT / "requirements.txt"], env=user_env())
+    pip = [python, "-m", "pip", "install", "-q", "--no-compile"]  # Python compiles what the example imports, no more
+    _run([*pip, torch_pin()], env=user_env())
+    _run([*pip, wheel, "-c", ROOT / "requirements.txt"], env=user_env())
     return python
 
 
