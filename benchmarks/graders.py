@@ -21,13 +21,17 @@ Five tables:
    of fences and backticks, braces, unclosed boxes; issue 27): each well under 0.05 s (the old fence pattern took
    7.4 s on 40,000 newlines, 16 s on 4,000 newlines and 400,000 dashes).
 5. sandbox: `run_tests_sandboxed` on a two-test program (bubblewrap start-up plus a round trip per call), on 1,000
-   tests, and on replies built to stall the parent: a set of 70,000 integers sharing one hash value, and a reply
-   over the size cap. Each must score 0 within the run's deadline.
+   tests, `code_reward` on a batch of `--code-batch` completions in everyday styles (`CODE_KINDS`: asserts, a
+   HumanEval+ numpy check, a generator, a Counter, stdio; half right): completions per second and this process's CPU
+   per completion (issue 40: the tests run in the judge's sandbox, so it is about the two sandbox starts), and on
+   replies built to stall the parent: a set of 70,000 integers sharing one hash value, and a reply over the size
+   cap. Each must score 0 within the run's deadline.
 """
 import argparse
 import json
 import math
 import random
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -161,6 +165,32 @@ def collision_reply(n: int, tag: str = "set") -> str:
     return f"'{{\"{tag}\": [' + ','.join({item} for i in range(1, {n} + 1)) + ']}}'"
 
 
+CODE_KINDS = [  # (right program, wrong program, tests, mode): the code batch of the sandbox table, in everyday styles
+    ("def add(a, b):\n    return a + b", "def add(a, b):\n    return a - b",
+     ["assert add(1, 2) == 3", "assert add(-1, 1) == 0", "assert add(0, 0) == 0", "assert add(10, 5) == 15"], "functional"),
+    ("def mean(xs):\n    return sum(xs) / len(xs)", "def mean(xs):\n    return sum(xs) // len(xs)",
+     ["import numpy as np\ndef check(candidate):\n    for inp, exp in [([1, 2], 1.5), ([3.0], 3.0), ([1, 2, 4], 7 / 3)]:\n"
+      "        assert np.allclose(candidate(inp), exp, rtol=1e-07, atol=1e-6)\ncheck(mean)"], "functional"),
+    ("def evens(n):\n    yield from range(0, n, 2)", "def evens(n):\n    yield from range(1, n, 2)",
+     ["assert list(evens(10)) == [0, 2, 4, 6, 8]", "assert sum(evens(1000)) == 249500"], "functional"),
+    ("from collections import Counter\ndef freq(s):\n    return dict(Counter(s))", "def freq(s):\n    return {c: 1 for c in s}",
+     ["assert freq('abca') == {'a': 2, 'b': 1, 'c': 1}", "assert set(freq('xyz')) == {'x', 'y', 'z'}"], "functional"),
+    ("a, b = map(int, input().split())\nprint(a * b)", "a, b = map(int, input().split())\nprint(a + b)",
+     ["__check_io('3 4\\n', '12\\n')", "__check_io('0 9\\n', '0\\n')", "__check_io('5 5\\n', '25\\n')"], "stdio"),
+]
+
+
+def code_batch(n: int) -> tuple[list[str], list[list[str]], list[str]]:
+    "(completions, tests, modes) of `n` code completions cycling through `CODE_KINDS`, right and wrong in turn, fenced."
+    comps, tests, modes = [], [], []
+    for i in range(n):
+        right, wrong, t, mode = CODE_KINDS[i % len(CODE_KINDS)]
+        comps.append(f"Here is my solution.\n```python\n{right if (i // len(CODE_KINDS)) % 2 == 0 else wrong}\n```\n")
+        tests.append(t)
+        modes.append(mode)
+    return comps, tests, modes
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="size factor of every shape (1 = about 20,480 tokens)")
@@ -170,6 +200,7 @@ def main():
     ap.add_argument("--adversarial-batch", type=int, default=256, help="junk completions graded for the throughput figure")
     ap.add_argument("--collision-n", type=int, default=70_000, help="integers in the hash-collision reply")
     ap.add_argument("--no-sandbox", action="store_true", help="skip the code sandbox timings")
+    ap.add_argument("--code-batch", type=int, default=64, help="code completions graded by code_reward for the sandbox table")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"tables to run, comma-separated, of {SECTIONS}")
     ap.add_argument("--json", help="also write the results to this file")
     a = ap.parse_args()
@@ -254,6 +285,17 @@ def main():
             t_many = _time(lambda: run_tests_sandboxed("def add(a, b): return a + b", many), a.repeats)
             out["sandbox"] = dict(how=how, two_tests_s=t, thousand_tests_s=t_many)
             print(f"\nsandbox ({how}): {t:.3f} s for a 2-test run, {t_many:.3f} s for 1,000 tests")
+            from delta_repro.rewards import code_reward
+            comps, ctests, cmodes = code_batch(a.code_batch)
+            rus = lambda: (lambda r: r.ru_utime + r.ru_stime)(resource.getrusage(resource.RUSAGE_SELF))
+            t0, c0 = time.perf_counter(), rus()
+            scores = code_reward(comps, ctests, test_mode=cmodes)
+            wall, cpu = time.perf_counter() - t0, rus() - c0
+            out["sandbox"]["code_batch"] = dict(n=len(comps), seconds=wall, per_second=len(comps) / wall,
+                                                trainer_cpu_per_completion_s=cpu / len(comps),
+                                                mean_reward=sum(scores) / len(scores))
+            print(f"  code_reward on {len(comps)} completions ({len(CODE_KINDS)} styles, half right): {len(comps) / wall:.1f} "
+                  f"completions/s, {cpu / len(comps) * 1000:.1f} ms of this process's CPU each, mean reward {sum(scores) / len(scores):.2f}")
             hostile = {  # replies built to stall the parent, each against a 4-second deadline
                 f"set of {a.collision_n:,} ints, one hash": forged_reply_program(collision_reply(a.collision_n)),
                 f"dict of {a.collision_n:,} ints, one hash": forged_reply_program(collision_reply(a.collision_n, "dict")),

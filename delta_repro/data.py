@@ -163,12 +163,15 @@ def _linted(ds: Dataset) -> Dataset:
     return lint_code_problems(ds)
 
 def load_humaneval_plus(source=None, template="base") -> Dataset:
-    "HumanEval+, 164 problems (evalplus/humanevalplus, split test: task_id, prompt, test, entry_point)."
+    """HumanEval+, 164 problems (evalplus/humanevalplus, split test: task_id, prompt, test, entry_point); `helpers` the
+    prompt's own functions a test may call (`sandbox.prompt_helpers`), run with the tests, never taken from a completion."""
+    from delta_repro.sandbox import prompt_helpers
     raw = load_table(source or "evalplus/humanevalplus", None, "test")
     rows = [dict(prompt=make_prompt("Complete the following function.\n\n" + r["prompt"], CODE_INSTRUCTION, template),
                  question=r["prompt"], answer="", source="HumanEval+", problem_id=r["task_id"],
                  tests=[r["test"] + f"\ncheck({r['entry_point']})"], test_mode="functional",
-                 solution=r["prompt"] + r["canonical_solution"], entry_point=r["entry_point"]) for r in raw]
+                 solution=r["prompt"] + r["canonical_solution"], entry_point=r["entry_point"],
+                 helpers=prompt_helpers(r["prompt"], r["entry_point"])) for r in raw]
     return _linted(_finish(rows, "HumanEval+"))
 
 def load_mbpp_plus(source=None, template="base") -> Dataset:

@@ -119,7 +119,8 @@ def answer_correct(completion: str, gold: str) -> bool:
 def grade(row: dict, completion: str) -> tuple[bool, bool]:
     "(correct, parseable) for one completion of a dataset row (math, multiple choice or code, by its columns)."
     if row.get("tests"):
-        ok = code_reward([completion], [row["tests"]], test_mode=[row.get("test_mode", "functional")])[0] == 1.0
+        ok = code_reward([completion], [row["tests"]], test_mode=[row.get("test_mode", "functional")],
+                         entry_point=[row.get("entry_point")], helpers=[row.get("helpers")])[0] == 1.0
         from delta_repro.rewards import has_program
         return ok, has_program(completion)  # parseable: it holds a program that compiles
     gold = str(row["answer"])

@@ -5,11 +5,11 @@
 
 # %% auto #0
 __all__ = ['MAX_ANSWER_WINDOW', 'GRADE_TIMEOUT_S', 'MAX_ANSWER_CHARS', 'MAX_ANSWER_DEPTH', 'MAX_CODE_CHARS', 'MAX_CODE_FENCES',
-           'CODE_TIMEOUT_S', 'CODE_BATCH_BUDGET_S', 'CODE_WORKERS', 'LINT_CACHE_ENV', 'LINT_VERSION', 'LINT_REPORTS',
-           'extract_boxed', 'extract_final_answer', 'answer_rejection', 'grade_math', 'completion_text', 'math_reward',
-           'extract_choice', 'choice_reward', 'extract_code', 'has_program', 'code_reward', 'lint_code_problems',
-           'BWRAP_ENV', 'ISOLATION_ENV', 'CandidateError', 'SandboxResult', 'SandboxUnavailable', 'run_tests_sandboxed',
-           'sandbox_status']
+           'CODE_TIMEOUT_S', 'CODE_BATCH_BUDGET_S', 'CODE_WORKERS', 'CODE_FIRST_SLICE_S', 'LINT_CACHE_ENV',
+           'LINT_VERSION', 'LINT_REPORTS', 'extract_boxed', 'extract_final_answer', 'answer_rejection', 'grade_math',
+           'completion_text', 'math_reward', 'extract_choice', 'choice_reward', 'extract_code', 'has_program',
+           'code_reward', 'lint_code_problems', 'BWRAP_ENV', 'ISOLATION_ENV', 'CandidateError', 'SandboxResult',
+           'SandboxUnavailable', 'run_tests_sandboxed', 'sandbox_status']
 
 # %% ../nbs/04_rewards.ipynb #ba1c80ee
 import importlib
@@ -332,23 +332,29 @@ def has_program(completion) -> bool:
 CODE_TIMEOUT_S = 10.0  # wall clock for one completion's tests, seconds (`run_tests_sandboxed`'s timeout_s)
 CODE_BATCH_BUDGET_S = 120.0  # wall clock for grading one rollout batch, seconds
 CODE_WORKERS = min(16, 4 * (os.cpu_count() or 1))  # sandboxes run at once (each mostly waits on its program)
+CODE_FIRST_SLICE_S = 1.0  # shortest first slice a completion of a large batch is given, seconds (`code_reward`)
 
 def code_reward(completions: list, tests: list, test_mode: list | None = None, entry_point: list | None = None,
-                log_metric=None, timeout_s: float = CODE_TIMEOUT_S, batch_budget_s: float = CODE_BATCH_BUDGET_S,
+                helpers: list | None = None, log_metric=None, timeout_s: float = CODE_TIMEOUT_S, batch_budget_s: float = CODE_BATCH_BUDGET_S,
                 workers: int = CODE_WORKERS, **kwargs) -> list[float]:
     """1.0 if the completion's code (`extract_code`) passes all of its `tests` (`run_tests_sandboxed`; `test_mode`
-    per sample, default "functional"; `entry_point` per sample, the function under test, or None), else 0.0.
+    per sample, default "functional"; `entry_point` per sample, the function under test, or None; `helpers` per
+    sample, the prompt's own code a test may call (`sandbox.prompt_helpers`), run in the judge, or None), else 0.0.
 
     The batch is graded in parallel, `workers` sandboxes at once, within `batch_budget_s` seconds of wall clock for
-    the whole batch: each completion gets `timeout_s` seconds or what is left of the budget, whichever is less, and
-    one not started before the budget is spent scores 0 (`stopped` "batch budget spent"). So the call returns within
-    about `batch_budget_s` seconds whatever the completions do (256 programs that each hold their 10 seconds cost
-    256 x 10 / `workers` seconds at most, not 43 minutes).
+    the whole batch, in two passes, so that a correct completion's score does not depend on how many slow ones came
+    before it (issue 40: 96 time-outs, then a correct program, scored 0.0 at the budget). First every completion gets
+    a guaranteed slice of `min(timeout_s, max(CODE_FIRST_SLICE_S, batch_budget_s * workers / (2 n)))` seconds (the
+    first pass ends within about half the budget); then those the slice cut off get `timeout_s` again, or what is
+    left of the budget, and one not started before the budget is spent scores 0 (`stopped` "batch budget spent").
+    So a completion whose tests end within its first slice is scored whatever the others do, and the call returns
+    within about `batch_budget_s` seconds (256 programs that each hold their 10 seconds cost at most the budget,
+    not 43 minutes).
 
     Logs the mean passed fraction (paper Table 10, code RL), the fraction of runs cut off (`code/stopped_frac`:
-    timeouts, crashes, caps, the budget), of those cut off for a reply over a cap (`code/reply_over_cap_frac`,
-    `delta_repro.sandbox.MAX_REPLY_VALUES` and the rest) and of those not graded for the batch budget
-    (`code/over_budget_frac`). Raises `ValueError` for columns that do not match the completions, a malformed test,
+    timeouts, crashes, caps, the budget), of those cut off for output over its cap (`code/reply_over_cap_frac`,
+    `run_tests_sandboxed`'s `output_mb`), of those graded again after their first slice (`code/second_pass_frac`) and
+    of those not graded for the batch budget (`code/over_budget_frac`). Raises `ValueError` for columns that do not match the completions, a malformed test,
     or `timeout_s`, `batch_budget_s` not positive numbers or `workers` not a positive int, and `SandboxUnavailable`
     where bubblewrap cannot isolate the code and $DELTA_REPRO_CODE_ISOLATION is not "none"."""
     _same_length(completions, tests, "tests")
@@ -356,6 +362,8 @@ def code_reward(completions: list, tests: list, test_mode: list | None = None, e
     _same_length(completions, modes, "test_mode")
     entries = entry_point if entry_point is not None else [None] * len(completions)
     _same_length(completions, entries, "entry_point")
+    helps = helpers if helpers is not None else [None] * len(completions)
+    _same_length(completions, helps, "helpers")
     for name, v in (("timeout_s", timeout_s), ("batch_budget_s", batch_budget_s)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
             raise ValueError(f"{name} must be a positive number of seconds, got {v!r}")
@@ -364,56 +372,66 @@ def code_reward(completions: list, tests: list, test_mode: list | None = None, e
     codes = [extract_code(c) for c in completions]  # linear and bounded (see above): no budget needed here
     deadline = time.monotonic() + batch_budget_s
 
-    def grade(i: int) -> SandboxResult:
+    n, par = len(codes), max(1, min(workers, len(codes)))
+    first_s = min(timeout_s, max(CODE_FIRST_SLICE_S, batch_budget_s * par / (2 * max(n, 1))))
+
+    def grade(i: int, limit: float) -> SandboxResult:
         left = deadline - time.monotonic()
         if left <= 0.05: return SandboxResult(0, len(tests[i]), "batch budget spent")
-        return run_tests_sandboxed(codes[i], list(tests[i]), timeout_s=min(timeout_s, left), mode=modes[i],
-                                   entry_point=entries[i] or None)
+        return run_tests_sandboxed(codes[i], list(tests[i]), timeout_s=min(limit, left), mode=modes[i],
+                                   entry_point=entries[i] or None, helpers=helps[i] or None)
 
-    if len(codes) <= 1 or workers == 1: results = [grade(i) for i in range(len(codes))]
-    else:
-        with ThreadPoolExecutor(max_workers=min(workers, len(codes))) as ex: results = list(ex.map(grade, range(len(codes))))
+    def run(idx: list, limit: float) -> list:
+        if len(idx) <= 1 or par == 1: return [grade(i, limit) for i in idx]
+        with ThreadPoolExecutor(max_workers=min(par, len(idx))) as ex: return list(ex.map(lambda i: grade(i, limit), idx))
+
+    results = run(list(range(n)), first_s)
+    again = [i for i, r in enumerate(results) if first_s < timeout_s and (r.stopped or "").startswith("timeout")]
+    for i, r in zip(again, run(again, timeout_s)): results[i] = r
     if log_metric is not None and results:
         n = len(results)
         log_metric("code/passed_frac", sum(p / max(t, 1) for p, t in results) / n)
         log_metric("code/stopped_frac", sum(r.stopped is not None for r in results) / n)
-        log_metric("code/reply_over_cap_frac", sum("over the cap" in (r.stopped or "") for r in results) / n)
+        log_metric("code/reply_over_cap_frac", sum("over the limit" in (r.stopped or "") for r in results) / n)
+        log_metric("code/second_pass_frac", len(again) / n)
         log_metric("code/over_budget_frac", sum(r.stopped == "batch budget spent" for r in results) / n)
     return [float(t > 0 and p == t) for p, t in results]
 
 
 # %% ../nbs/04_rewards.ipynb #e27b0002
 LINT_CACHE_ENV = "DELTA_REPRO_LINT_CACHE"  # directory of cached lint verdicts (default ~/.cache/delta_repro/code_lint)
-LINT_VERSION = 1  # bumped when the lint or the sandbox's verdicts change: cached verdicts of other versions are ignored
+LINT_VERSION = 2  # bumped when the lint or the sandbox's verdicts change: cached verdicts of other versions are ignored
 LINT_REPORTS = {}  # source -> {"kept": int, "left_out": [(problem_id, why), ...]}, one per data set linted
 _TRIVIAL_RETURNS = ("None", "[]", "0", '""', "[[]]")
 _TRIVIAL_STDIO = ("", "print(0)", "print('')", "print([[]])", "raise ValueError('trivial')")
 
-def _trivial_programs(tests: list, mode: str, entry_point: str | None) -> list[tuple[str, str]]:
+def _trivial_programs(tests: list, mode: str, entry_point: str | None, helpers: str | None = None) -> list[tuple[str, str]]:
     "(what, program) for the trivial programs a problem's tests must reject."
     if mode == "stdio": return [(f"stdio {p or 'empty'}", p) for p in _TRIVIAL_STDIO]
-    names = sorted(_candidate_names(tests, entry_point)) or ["f"]
+    names = sorted(_candidate_names(tests, entry_point, helpers)) or ["f"]
     progs = [("the empty program", "")]
     for body in [f"return {r}" for r in _TRIVIAL_RETURNS] + ["raise ValueError('trivial')"]:
         progs.append((body, "\n".join(f"def {n}(*args, **kwargs):\n    {body}" for n in names)))
     return progs
 
-def _lint_one(tests: list, mode: str, solution: str | None, entry_point: str | None, timeout_s: float) -> tuple:
+def _lint_one(tests: list, mode: str, solution: str | None, entry_point: str | None, timeout_s: float,
+              helpers: str | None = None) -> tuple:
     "(why the problem fails the lint or None, whether the verdict is final: no run of it was cut off by a timeout)."
     final = True
     if solution is not None:
-        r = run_tests_sandboxed(extract_code(solution), tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point)
+        r = run_tests_sandboxed(extract_code(solution), tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point,
+                                helpers=helpers)
         if r.passed != r.total:
             return (f"the reference solution passes {r.passed}/{r.total} tests" + (f" ({r.stopped})" if r.stopped else ""),
                     not (r.stopped or "").startswith("timeout"))  # a loaded machine may be slow: asked again next time
-    for what, prog in _trivial_programs(tests, mode, entry_point):
-        r = run_tests_sandboxed(prog, tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point)
+    for what, prog in _trivial_programs(tests, mode, entry_point, helpers):
+        r = run_tests_sandboxed(prog, tests, mode=mode, timeout_s=timeout_s, entry_point=entry_point, helpers=helpers)
         if r.total and r.passed == r.total: return f"a trivial program passes every test ({what})", True
         final = final and not (r.stopped or "").startswith("timeout")
     return None, final
 
 def lint_code_problems(
-    ds,  # a code data set: columns tests, test_mode, problem_id, source; optional solution and entry_point
+    ds,  # a code data set: columns tests, test_mode, problem_id, source; optional solution, entry_point and helpers
     solution_column: str = "solution",  # the reference solution (a program, fenced or not); absent: none is checked
     timeout_s: float = 60.0,  # wall clock per sandbox run of the lint, seconds (a reference may run many tests)
     workers: int | None = None,  # problems linted at once (default `CODE_WORKERS`)
@@ -436,15 +454,16 @@ def lint_code_problems(
     cols = set(ds.column_names)
     rows = [dict(tests=list(r["tests"]), mode=r.get("test_mode") or "functional",
                  solution=r.get(solution_column) if solution_column in cols else None,
-                 entry=r.get("entry_point") if "entry_point" in cols else None) for r in ds]
+                 entry=r.get("entry_point") if "entry_point" in cols else None,
+                 helpers=r.get("helpers") if "helpers" in cols else None) for r in ds]
 
     def verdict(r: dict) -> str | None:
-        key = hashlib.sha256(json.dumps([LINT_VERSION, r["tests"], r["mode"], r["solution"], r["entry"]]).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([LINT_VERSION, r["tests"], r["mode"], r["solution"], r["entry"], r["helpers"]]).encode()).hexdigest()
         path = os.path.join(cache, key[:2], key + ".json")
         try:
             with open(path) as f: return json.load(f)["why"]
         except (OSError, ValueError, KeyError): pass
-        why, final = _lint_one(r["tests"], r["mode"], r["solution"], r["entry"] or None, timeout_s)
+        why, final = _lint_one(r["tests"], r["mode"], r["solution"], r["entry"] or None, timeout_s, r["helpers"] or None)
         if not final: return why  # not cached
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)

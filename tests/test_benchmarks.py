@@ -29,7 +29,8 @@ def test_precision_benchmark_isolates_storage_error_from_arithmetic(tmp_path):
 def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     out = tmp_path / "g.json"
     subprocess.run([sys.executable, "benchmarks/graders.py", "--scale", "0.25", "--timeout", "1", "--repeats", "1",
-                    "--batch", "16", "--adversarial-batch", "14", "--collision-n", "5000", "--json", str(out)],
+                    "--batch", "16", "--adversarial-batch", "14", "--collision-n", "5000", "--code-batch", "10",
+                    "--json", str(out)],
                    cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
     r = json.loads(out.read_text())
     shapes = {s["shape"]: s for s in r["shapes"]}
@@ -45,8 +46,10 @@ def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     # every extractor on degenerate completions up to 1 MB (issue 27): bounded, far from the seconds of a backtracking scan
     assert {e["chars"] for e in r["extraction"]} >= {1_000_000} and all(
         max(e[k] for k in ("code", "boxed", "final", "choice")) < 1.0 for e in r["extraction"])
-    if "hostile" in r.get("sandbox", {}):  # replies built to stall the parent all score 0
-        assert r["sandbox"]["hostile"] and all(h["passed"] == 0 and h["stopped"] for h in r["sandbox"]["hostile"])
+    if "hostile" in r.get("sandbox", {}):  # replies built to stall the parent all score 0, within the 4 s deadline
+        assert r["sandbox"]["hostile"] and all(h["passed"] == 0 and h["seconds"] < 4 + 1 for h in r["sandbox"]["hostile"])
+        batch = r["sandbox"]["code_batch"]  # issue 40: the tests' own work is the judge's, not this process's
+        assert batch["per_second"] > 0 and batch["trainer_cpu_per_completion_s"] < 0.1 and 0 < batch["mean_reward"] < 1
 
 
 def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):

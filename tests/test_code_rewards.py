@@ -186,11 +186,13 @@ def test_test_helpers_are_never_the_candidates_definitions(forger):
     ("from collections import OrderedDict\ndef f():\n    return OrderedDict([('b', 1), ('a', 2)])", "assert f() == {'a': 2, 'b': 1}"),
     ("from collections import namedtuple\nP = namedtuple('P', 'x y')\ndef f(a):\n    return P(a, a + 1)",
      "assert f(1) == (1, 2)"),
-    ("from collections import deque\ndef f(xs):\n    d = deque(xs)\n    d.rotate(1)\n    return d", "assert f([1, 2, 3]) == [3, 1, 2]"),
+    ("from collections import deque\ndef f(xs):\n    d = deque(xs)\n    d.rotate(1)\n    return d", "assert list(f([1, 2, 3])) == [3, 1, 2]"),
     ("from collections import Counter\ndef f(s):\n    return [Counter(s)]", "assert f('aa') == [{'a': 2}]"),  # nested
 ])
-def test_standard_library_containers_cross_as_their_plain_equivalents(code, test):
+def test_standard_library_containers_compare_as_in_plain_python(code, test):
     assert run_tests_sandboxed(code, [test]) == (1, 1)
+    # issue 40: they cross with their type, so what plain Python fails fails here too (a deque is not a list)
+    assert run_tests_sandboxed("from collections import deque\ndef f(): return deque([1])", ["assert f() == [1]"]) == (0, 1)
 
 
 def test_a_stdio_problem_with_400_tests_runs_in_one_sandbox_within_the_budget():
@@ -326,13 +328,18 @@ def test_each_running_sandbox_holds_a_uid_no_other_process_or_thread_has(tmp_pat
         assert uid == S.SANDBOX_UIDS[k]
 
 
-def test_a_function_of_the_prompt_that_the_test_calls_is_the_candidates():
-    # HumanEval/38: the test encodes with the prompt's encode_cyclic, which the completion repeats, and decodes with
-    # the candidate's decode_cyclic
+def test_a_function_of_the_prompt_that_the_test_calls_is_the_prompts():
+    # HumanEval/38: the test encodes with the prompt's encode_cyclic (`helpers`, from the problem) and decodes with the
+    # candidate's decode_cyclic; a completion that redefines encode_cyclic changes nothing (issue 40: it passed 1/1)
+    from delta_repro.sandbox import prompt_helpers
     prompt = ("def encode_cyclic(s):\n    groups = [s[3 * i:min(3 * i + 3, len(s))] for i in range((len(s) + 2) // 3)]\n"
               "    return ''.join((g[1:] + g[0]) if len(g) == 3 else g for g in groups)\n")
     test = ("def check(candidate):\n    for s in ('abcdef', 'hello world', 'xy'):\n"
             "        assert candidate(encode_cyclic(s)) == s\ncheck(decode_cyclic)")
-    right = prompt + "def decode_cyclic(s):\n    return encode_cyclic(encode_cyclic(s))"
-    assert run_tests_sandboxed(right, [test]) == (1, 1)
-    assert run_tests_sandboxed(prompt + "def decode_cyclic(s):\n    return s", [test]) == (0, 1)
+    helpers = prompt_helpers(prompt + "def decode_cyclic(s):\n    'Decode.'\n", "decode_cyclic")
+    right = "def decode_cyclic(s):\n    return encode_cyclic(encode_cyclic(s))"
+    assert run_tests_sandboxed(prompt + right, [test], helpers=helpers) == (1, 1)
+    forged = "def encode_cyclic(s):\n    return s\ndef decode_cyclic(s):\n    return s"
+    assert run_tests_sandboxed(forged, [test], helpers=helpers) == (0, 1)
+    assert run_tests_sandboxed(forged, [test]) == (1, 1)  # without the problem's helpers the name is the candidate's
+    assert code_reward([forged], [[test]], entry_point=["decode_cyclic"], helpers=[helpers]) == [0.0]

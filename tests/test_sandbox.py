@@ -219,12 +219,16 @@ STALLING = [  # (name, code, tests, why): replies built to cost the parent minut
 @needs_sandbox
 @pytest.mark.parametrize("name, code, tests, why", STALLING, ids=[s[0] for s in STALLING])
 def test_a_reply_built_to_stall_the_parent_is_stopped_within_the_deadline(name, code, tests, why):
-    # before issue 21 rebuilding the first set took the parent 46 s, whatever the run's deadline
+    # before issue 21 rebuilding the first set took the parent 46 s, whatever the run's deadline; since issue 40 the
+    # reply is rebuilt (and the test's own work done) in the judge's sandbox, killed at the deadline, so this
+    # process spends next to nothing whatever the reply holds (`why`: what bounded it in this process before)
     t0 = time.monotonic()
+    c0 = sum(os.times()[:2])
     r = run_tests_sandboxed(code, tests, timeout_s=4)
-    elapsed = time.monotonic() - t0
-    assert r == (len(tests) - 1, len(tests)) and why in (r.stopped or ""), (name, r)  # the last test is stopped
-    assert elapsed < 4, f"{name}: {elapsed:.1f} s"  # the deadline itself; about 0.5 s here
+    elapsed, cpu = time.monotonic() - t0, sum(os.times()[:2]) - c0
+    assert r == (len(tests) - 1, len(tests)), (name, r)  # the last test fails
+    assert elapsed < 5, f"{name}: {elapsed:.1f} s"  # the deadline itself, at most
+    assert cpu < 0.1, f"{name}: {cpu:.3f} s of this process's CPU"
 
 
 LEGIT = [
