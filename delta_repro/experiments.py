@@ -66,6 +66,54 @@ class Plan:
 def _nonneg_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
+_POSITIVE_TRAINER = ("learning_rate", "per_device_train_batch_size", "gradient_accumulation_steps", "num_generations",
+                     "steps_per_generation", "generation_batch_size", "max_completion_length", "max_prompt_length",
+                     "temperature", "num_train_epochs")  # trainer fields that must be > 0 where set (None: the default)
+_POSITIVE_BACKBONE = ("hidden_size", "num_layers", "num_heads")  # a tiny backbone's sizes: positive ints
+_POSITIVE_WARM_START = ("max_steps", "batch_size")  # positive ints; learning_rate a positive number
+
+def _fits(v, t) -> bool:
+    "Whether `v` (from YAML) has the type `t` a `DeltaGRPOConfig` field declares; True for types not checked here."
+    import enum, types, typing
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin in (typing.Union, types.UnionType): return any(_fits(v, a) for a in args)
+    if t is type(None): return v is None
+    if t is bool: return isinstance(v, bool)
+    if t is int: return isinstance(v, int) and not isinstance(v, bool)
+    if t is float: return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t is str: return isinstance(v, str)
+    if isinstance(t, type) and issubclass(t, enum.Enum): return isinstance(v, (str, t))
+    if origin in (list, tuple, dict) or t in (list, tuple, dict): return isinstance(v, origin or t)
+    return True
+
+def _check_trainer_fields(block: dict, where: str) -> None:
+    """Refuse what the real run would refuse or misread, so that the dry run does: a trainer field whose value is not
+    of the type `DeltaGRPOConfig` declares (`learning_rate: fast`), or a size, rate or temperature in
+    `_POSITIVE_TRAINER` that is not > 0 (a batch size of 0, a negative temperature). Raises `ValueError` naming the
+    key; unknown keys are left to `DeltaGRPOConfig(...)`, which names them."""
+    import dataclasses, typing
+    try: hints = typing.get_type_hints(DeltaGRPOConfig)
+    except Exception: hints = {f.name: f.type for f in dataclasses.fields(DeltaGRPOConfig)}
+    for k, v in block.items():
+        if k in hints and not _fits(v, hints[k]):
+            raise ValueError(f"{where}: trainer.{k} must be of type {hints[k]}, got {v!r}")
+        if k in _POSITIVE_TRAINER and v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
+            raise ValueError(f"{where}: trainer.{k} must be > 0, got {v!r}")
+
+def _check_backbone_fields(spec: dict, where: str) -> None:
+    "A backbone's sizes and warm start: positive ints (and a positive learning rate); `ValueError` naming the key."
+    for k in _POSITIVE_BACKBONE:
+        if k in spec and not (_nonneg_int(spec[k]) and spec[k] > 0):
+            raise ValueError(f"{where}: {k} must be a positive int, got {spec[k]!r}")
+    ws = spec.get("warm_start") or {}
+    if not isinstance(ws, dict): raise ValueError(f"{where}: warm_start must be a mapping, got {ws!r}")
+    for k in _POSITIVE_WARM_START:
+        if k in ws and not (_nonneg_int(ws[k]) and ws[k] > 0):
+            raise ValueError(f"{where}: warm_start.{k} must be a positive int, got {ws[k]!r}")
+    lr = ws.get("learning_rate")
+    if lr is not None and not (isinstance(lr, (int, float)) and not isinstance(lr, bool) and lr > 0):
+        raise ValueError(f"{where}: warm_start.learning_rate must be a positive number, got {lr!r}")
+
 def _check_plan_tables(raw: dict, path) -> None:
     "Validate the steps, evaluation, backbones and tasks of a plan; `ValueError` naming the entry."
     if not _nonneg_int(raw["steps"]) or raw["steps"] < 1: raise ValueError(f"plan {path}: steps must be a positive int, got {raw['steps']!r}")
@@ -82,7 +130,9 @@ def _check_plan_tables(raw: dict, path) -> None:
                            ("evaluation", {**raw["evaluation"], **(spec.get("evaluation") or {})})):
             _check_dtype(block.get("dtype"), f"plan {path}: backbone {b}: {key}.dtype")
         _check_choose(selection_settings(raw, b).get("choose", "best"), f"plan {path}: backbone {b}: selection.choose")
-        if spec.get("trainer"):  # the overrides must be trainer fields
+        _check_backbone_fields(spec, f"plan {path}: backbone {b}")
+        if spec.get("trainer"):  # the overrides must be trainer fields, of their types
+            _check_trainer_fields(spec["trainer"], f"plan {path}: backbone {b}")
             DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], **spec["trainer"], "bf16": False})
     for t, spec in raw["tasks"].items():
         if not isinstance(spec, dict): raise ValueError(f"plan {path}: task {t} must be a mapping")
@@ -167,6 +217,7 @@ def load_plan(path: str | Path) -> Plan:
                 ids.append(run.run_id)
                 if spec.get("ood"): plan.ood_runs.add(run.run_id)
         plan.artefact_runs[name] = ids
+    _check_trainer_fields(raw["trainer"], f"plan {path}")
     DeltaGRPOConfig(output_dir="/tmp/plan-check", use_cpu=True, **{**raw["trainer"], "bf16": False})  # fields exist
     return plan
 

@@ -14,7 +14,7 @@ a run that differs from its archive (e.g. retrained) is reported and left alone.
 `reproduce.sh` calls --restore before it decides what to train (`--retrain` skips that). The selected checkpoint of
 the runs a figure re-reads (the plan's batch artefacts: DelTA seed 0's rollout batch for Fig. 1, Fig. 5 and the λ
 heat-map) is archived apart, `figures/<profile>/checkpoints/<run_id>.tar.gz`."""
-import argparse, gzip, io, json, os, shutil, subprocess, sys, tarfile, time
+import argparse, gzip, io, json, os, shutil, subprocess, sys, tarfile, time, zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,14 +120,22 @@ def _unpack(archive_file: Path, dest: Path, inner: str) -> None:
 
 def restore(out_dir: Path, runs_dir: Path, cache: Path) -> tuple[int, int]:
     """Unpack every run archived in `out_dir` that `runs_dir` lacks, every archived warm start `cache` lacks, and
-    every archived checkpoint (`<run>/best`) its run lacks; returns (runs, warm starts) unpacked."""
+    every archived checkpoint (`<run>/best`) its run lacks; returns (runs, warm starts) unpacked. An archive that
+    cannot be read (truncated, not gzip, not a tar) is named in a warning on stderr and skipped: the others are still
+    restored, and what it held is made again by the caller (reproduce.sh retrains a run it lacks)."""
     n_runs, n_ws = 0, 0
     for kind, dest in (("runs", runs_dir), ("warm_starts", cache), ("checkpoints", runs_dir)):
         for a in sorted((out_dir / kind).glob("*.tar.gz")):
             name = a.name[: -len(".tar.gz")]
             inner = f"{name}/best" if kind == "checkpoints" else name  # a checkpoint goes into its run's folder
             if (dest / inner).exists(): continue
-            _unpack(a, dest, inner)
+            try: _unpack(a, dest, inner)
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as e:  # truncated, not gzip, unreadable
+                shutil.rmtree(dest / f".{a.name}.restore{os.getpid()}", ignore_errors=True)
+                print(f"[archive] WARNING: {a} is not a readable .tar.gz ({type(e).__name__}: {e}); skipped, so "
+                      f"{inner} is not restored (it is made again, e.g. retrained, unless the archive is repaired)",
+                      file=sys.stderr)
+                continue
             n_runs, n_ws = n_runs + (kind == "runs"), n_ws + (kind == "warm_starts")
     return n_runs, n_ws
 

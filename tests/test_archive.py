@@ -105,3 +105,37 @@ def test_a_committed_archive_deleted_here_is_not_remade_from_a_changed_run(tmp_p
     assert archive_runs.archive(out, runs, cache) == []  # same bytes as committed: nothing to do, nothing refused
     git("checkout", "--", "figures")
     assert target.read_bytes() == first
+
+
+def test_a_bad_archive_is_named_and_skipped(tmp_path, capsys):
+    # issue 40: a truncated or non-gzip archive stopped reproduce.sh with a traceback that did not name the file
+    runs, cache, out = tmp_path / "runs", tmp_path / "cache", tmp_path / "figures"
+    _finished(runs, "m__math__DAPO__s0")
+    archive_runs.archive(out, runs, cache, backbones={})
+    good = (out / "runs" / "m__math__DAPO__s0.tar.gz").read_bytes()
+    (out / "runs" / "a__truncated.tar.gz").write_bytes(good[: len(good) // 2])
+    (out / "runs" / "b__not_gzip.tar.gz").write_bytes(b"not a gzip file at all")
+    runs2 = tmp_path / "clone" / "runs"
+    assert archive_runs.restore(out, runs2, tmp_path / "clone" / "cache") == (1, 0)  # the good one still restored
+    err = capsys.readouterr().err
+    assert "a__truncated.tar.gz" in err and "b__not_gzip.tar.gz" in err and "skipped" in err
+    assert sorted(p.name for p in runs2.iterdir()) == ["m__math__DAPO__s0"]  # nothing half-written is left
+
+
+@pytest.mark.parametrize("where, key, value, msg", [
+    ("trainer", "learning_rate", "fast", "trainer.learning_rate must be of type"),
+    ("trainer", "per_device_train_batch_size", 0, "trainer.per_device_train_batch_size must be > 0"),
+    ("trainer", "temperature", -1.0, "trainer.temperature must be > 0"),
+    ("backbone", "hidden_size", "big", "hidden_size must be a positive int"),
+])
+def test_the_dry_run_refuses_what_the_real_run_would(tmp_path, where, key, value, msg):
+    # issue 40: load_plan accepted `learning_rate: fast`, a batch size of 0, `hidden_size: big`, a negative temperature
+    import yaml
+    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
+    block = raw["trainer"] if where == "trainer" else next(iter(raw["backbones"].values()))
+    block[key] = value
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(ValueError, match=msg):
+        load_plan(tmp_path / "p.yaml")
+    for plan in sorted((ROOT / "configs").glob("*.yaml")):  # the committed plans still load
+        load_plan(plan)
