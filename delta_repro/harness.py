@@ -484,19 +484,58 @@ def _strict_math():
     return _StrictModule(math, {"isclose": isclose})
 
 
+class _NoArray:
+    "`np.ndarray` before numpy is imported: no value in the judge is an array until a test makes one through numpy."
+
+
+class _LazyNumpy(types.ModuleType):
+    """numpy for a test, imported only when the test needs numpy itself (an array, a function not replaced here):
+    HumanEval+'s `isinstance(x, np.ndarray)` and `np.allclose` on plain values cost no import (0.4 s a run)."""
+    def __init__(self, name: str = "numpy"): super().__init__(name)
+
+    def __getattr__(self, attr):
+        if attr == "ndarray" and self.__name__ == "numpy" and "numpy" not in sys.modules: return _NoArray
+        import importlib
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+def _close(a, b, rtol: float, atol: float, equal_nan: bool) -> bool:
+    """numpy's `isclose` on plain values already `_alike` (numbers, or lists and tuples of them of one shape), all
+    elements: |a - b| <= atol + rtol |b|; an infinity only equals itself; nan only nan, and only with `equal_nan`."""
+    if isinstance(a, (list, tuple)): return all(_close(x, y, rtol, atol, equal_nan) for x, y in zip(a, b))
+    if a == b: return True
+    if a != a or b != b: return bool(equal_nan and a != a and b != b)
+    try:
+        if abs(a) == float("inf") or abs(b) == float("inf"): return False
+        return bool(abs(a - b) <= atol + rtol * abs(b))
+    except (OverflowError, TypeError): return False
+
+
 def _strict_numpy():
-    import numpy as np
-    def allclose(a, b, *args, **kw): return _alike(a, b) and bool(np.allclose(a, b, *args, **kw))
-    def isclose(a, b, *args, **kw): return np.isclose(a, b, *args, **kw) if _alike(a, b) else False
-    def asserting(fn):
+    """numpy as a test sees it: `allclose`, `isclose` and the `assert_allclose` family strict about structure
+    (`_alike`), computed here on plain values and by numpy on arrays; numpy itself imported only when needed."""
+    def arrays(*xs): return "numpy" in sys.modules and any(isinstance(x, sys.modules["numpy"].ndarray) for x in xs)
+    def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if not _alike(a, b): return False
+        if arrays(a, b):
+            import numpy as np
+            return bool(np.allclose(a, b, rtol, atol, equal_nan))
+        return _close(a, b, rtol, atol, equal_nan)
+    def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if not _alike(a, b): return False
+        if isinstance(a, (list, tuple)) or arrays(a, b):
+            import numpy as np
+            return np.isclose(a, b, rtol, atol, equal_nan)
+        return _close(a, b, rtol, atol, equal_nan)
+    def asserting(name):
         def check(actual, desired, *args, **kw):
-            if not _alike(actual, desired): raise AssertionError(f"{fn.__name__}: results of a different type or shape")
-            return fn(actual, desired, *args, **kw)
+            if not _alike(actual, desired): raise AssertionError(f"{name}: results of a different type or shape")
+            import numpy.testing
+            return getattr(numpy.testing, name)(actual, desired, *args, **kw)
         return check
-    t = np.testing
-    testing = _StrictModule(t, {n: asserting(getattr(t, n)) for n in ("assert_allclose", "assert_almost_equal",
-                                                                     "assert_array_almost_equal", "assert_approx_equal")})
-    return _StrictModule(np, {"allclose": allclose, "isclose": isclose, "testing": testing})
+    testing = _StrictModule(_LazyNumpy("numpy.testing"), {n: asserting(n) for n in (
+        "assert_allclose", "assert_almost_equal", "assert_array_almost_equal", "assert_approx_equal")})
+    return _StrictModule(_LazyNumpy(), {"allclose": allclose, "isclose": isclose, "testing": testing})
 
 
 _STRICT = {}
@@ -509,19 +548,20 @@ def strict_module(name: str):
     if name not in _STRICT:
         if name == "math": _STRICT[name] = _strict_math()
         elif name in ("numpy", "numpy.testing"):
-            try: np = _STRICT["numpy"] = _STRICT.get("numpy") or _strict_numpy()
-            except ImportError: np = None
+            if "numpy" not in _STRICT:
+                import importlib.util
+                _STRICT["numpy"] = _strict_numpy() if importlib.util.find_spec("numpy") else None
+            np = _STRICT["numpy"]
             _STRICT[name] = np if name == "numpy" or np is None else np.testing
         else: return None
     return _STRICT[name]
 
 
 def _test_import(name, globals=None, locals=None, fromlist=(), level=0):
-    "`__import__` for test code: numpy and math come strict (`import numpy as np`, `from numpy.testing import ...`)."
-    mod = builtins.__import__(name, globals, locals, fromlist, level)
-    if level: return mod
-    strict = strict_module(name if fromlist else name.partition(".")[0])
-    return mod if strict is None else strict
+    """`__import__` for test code: numpy and math come strict (`import numpy as np`, `from numpy.testing import ...`),
+    numpy itself imported only when the test uses what only numpy has."""
+    strict = None if level else strict_module(name if fromlist else name.partition(".")[0])
+    return builtins.__import__(name, globals, locals, fromlist, level) if strict is None else strict
 
 
 # names a test may read without binding them: helpers of this namespace, never the candidate's definitions
