@@ -293,26 +293,43 @@ def extract_code(completion: str) -> str:
     """The program of a code completion: the last closed fenced block whose info string is Python (```` ``` ````,
     ```` ```python ````, ```` ```py ````, ```` ```python3 ````, ```` ```Python ````, any case; words after the first
     ignored), else the whole completion. A fence opens where ```` ``` ```` and its info string end a line, and closes
-    at the next ```` ``` ````; blocks of other languages are skipped whole, an unclosed block is not a program. A
-    completion longer than `MAX_CODE_CHARS` characters or with more than `MAX_CODE_FENCES` fences is graded as no
-    program (""). A forward pass of `str.find` over at most that many fences: linear in the length, at C speed (the
-    regex it replaces backtracked quadratically on an unclosed fence before many newlines: 40,000 of them took 7.4 s).
-    Raises `ValueError` if `completion` is neither a string nor chat messages."""
+    at the next ```` ``` ```` — unless that one stands inside a line (a string literal: `s = '```'`) and the next
+    fence that begins a line (after at most 3 spaces) is a bare ```` ``` ```` line: then that line closes it (issue
+    40: a fence inside a string literal cut a correct program short). Blocks of other languages are skipped whole, an
+    unclosed block is not a program. A completion longer than `MAX_CODE_CHARS` characters or with more than
+    `MAX_CODE_FENCES` fences is graded as no program (""). One pass over the text to find the fences, then work on at
+    most that many: linear in the length, at C speed (the regex it replaces backtracked quadratically on an unclosed
+    fence before many newlines: 40,000 of them took 7.4 s). Raises `ValueError` if `completion` is neither a string
+    nor chat messages."""
     text = completion_text(completion)
     if len(text) > MAX_CODE_CHARS or text.count("```") > MAX_CODE_FENCES: return ""
-    last, pos = None, 0
-    while (i := text.find("```", pos)) >= 0:
+    fences = [m.start() for m in re.finditer("```", text)]
+    n = len(fences)
+    starts, bare = [], []  # whether fence k begins its line; whether nothing but blanks follows it on its line
+    for k, p in enumerate(fences):
+        nl = text.rfind("\n", fences[k - 1] + 3 if k else 0, p)  # never scans past the previous fence
+        lead = text[nl + 1:p]
+        starts.append((nl >= 0 or k == 0) and len(lead) <= 3 and not lead.strip(" "))
+        end = fences[k + 1] if k + 1 < n else len(text)
+        nl = text.find("\n", p + 3, end)
+        bare.append(not text[p + 3:nl if nl >= 0 else end].strip() and (nl >= 0 or k + 1 == n))
+    last, k = None, 0
+    while k < n:
+        i = fences[k]
         eol = text.find("\n", i + 3)
         if eol < 0: break  # a fence on the last line opens nothing
         info = text[i + 3:eol]
         if "`" in info:  # ```x``` inline, or a longer run of backticks: no opener here
-            pos = i + 3
+            k += 1
             continue
-        close = text.find("```", eol + 1)
-        if close < 0: break  # unclosed: not a program
+        j = k + 1  # the next fence (after this line: its info string holds no backtick)
+        if j >= n: break  # unclosed: not a program
+        if not starts[j]:  # inside a line: a bare fence line further on closes the block, if it is the next fence line
+            j2 = next((x for x in range(j + 1, n) if starts[x]), None)
+            if j2 is not None and bare[j2]: j = j2
         words = info.split(None, 1)
-        if (words[0].lower() if words else "") in _PYTHON_FENCES: last = text[eol + 1:close]
-        pos = close + 3
+        if (words[0].lower() if words else "") in _PYTHON_FENCES: last = text[eol + 1:fences[j]]
+        k = j + 1
     return text if last is None else last
 
 def has_program(completion) -> bool:

@@ -101,6 +101,8 @@ BENIGN = [
     ("HumanEval/50 without repeating encode_shift", "def decode_shift(s):\n    return ''.join(chr((ord(c) - 5 - 97) % 26 + 97) for c in s)",
      [SHIFT_TEST], "functional", prompt_helpers(SHIFT_PROMPT, "decode_shift")),
     ("HumanEval/32 with the prompt's poly", FIND_ZERO, [POLY_TEST], "functional", prompt_helpers(POLY_PROMPT, "find_zero")),
+    ("a fence inside a string literal", "Here is the code:\n```python\ndef fence(lang):\n    return '```' + lang\n```\n"
+     "It returns an opening fence.", ["assert fence('py') == '```py'"], "functional", None),
     ("HumanEval+ numpy assertion", "def add(a, b): return a + b",
      ["import numpy as np\ndef assertion(out, exp, atol):\n    exact_match = out == exp\n    if atol == 0 and isinstance(exp, float):\n"
       "        atol = 1e-6\n    if not exact_match and atol != 0:\n        assert np.allclose(out, exp, rtol=1e-07, atol=atol)\n"
@@ -219,3 +221,12 @@ def test_a_correct_completion_is_scored_whatever_slow_ones_came_before_it():
     assert scores == [0.0] * 20 + [1.0]  # before: 20 x 4 s / 2 workers = 40 s of busy programs spent the budget first
     assert time.monotonic() - t0 < 14 + 4
     assert logged["code/second_pass_frac"] == 20 / 21
+
+
+def test_a_fence_inside_a_string_literal_does_not_cut_the_program():
+    from delta_repro.rewards import extract_code
+    f = "```"
+    assert extract_code(f"{f}python\ndef fence():\n    return '{f}'\n{f}\nDone.") == f"def fence():\n    return '{f}'\n"
+    # a block closed inside a line, then another block: as before, each block ends at its first fence
+    assert extract_code(f"{f}python\nx = 1{f}\ntext\n{f}python\ny = 2\n{f}") == "y = 2\n"
+    assert extract_code(f"{f}python\nx = 1{f}\ntext") == "x = 1"
