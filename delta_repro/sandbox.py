@@ -135,12 +135,18 @@ _PROBE_LOCK = threading.Lock()
 
 @functools.lru_cache(maxsize=None)
 def _probe(bwrap: str, python: str) -> str | None:
-    "None if bwrap can start the interpreter in a sandbox here, else why not (a user namespace refused, ...)."
+    """None if bwrap can start the interpreter in a sandbox here, with the seccomp filter every run gets, and
+    `memfd_create` is refused in it; else why not (a user namespace refused, a kernel without seccomp, ...)."""
+    seccomp = _seccomp_fd()
+    check = "import os\ntry: os.memfd_create('probe')\nexcept PermissionError: print('ok')" if seccomp is not None else "print('ok')"
     try:
-        r = subprocess.run(_bwrap_argv(bwrap, python, 16) + ["--", python, "-I", "-S", "-c", "print('ok')"],
-                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        r = subprocess.run(_bwrap_argv(bwrap, python, 16, seccomp) + ["--", python, "-I", "-S", "-c", check],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                           pass_fds=() if seccomp is None else (seccomp,))
     except (OSError, subprocess.SubprocessError) as e:
         return f"{bwrap} could not be started: {e}"
+    finally:
+        if seccomp is not None: os.close(seccomp)
     if r.returncode != 0 or r.stdout.strip() != "ok":
         return f"{bwrap} failed (exit {r.returncode}): {r.stderr.strip()[-300:]}"
     return None

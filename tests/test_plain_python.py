@@ -230,3 +230,13 @@ def test_a_fence_inside_a_string_literal_does_not_cut_the_program():
     # a block closed inside a line, then another block: as before, each block ends at its first fence
     assert extract_code(f"{f}python\nx = 1{f}\ntext\n{f}python\ny = 2\n{f}") == "y = 2\n"
     assert extract_code(f"{f}python\nx = 1{f}\ntext") == "x = 1"
+
+
+@needs_sandbox
+def test_a_sandbox_whose_memory_filter_does_not_load_is_not_available(monkeypatch):
+    # the probe runs with the seccomp filter every run gets and checks memfd_create is refused: a filter the kernel
+    # rejects makes sandbox_status() say so, rather than every program silently scoring 0
+    import delta_repro.sandbox as S
+    assert S._probe.__wrapped__(S._bwrap_path(), S._python()) is None
+    monkeypatch.setattr(S, "_seccomp_filter", lambda: b"\0" * 8)  # no return instruction: the kernel refuses it
+    assert "failed" in S._probe.__wrapped__(S._bwrap_path(), S._python())
