@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import functools
 import json
+import marshal
 import os
 import re
 import select
@@ -110,13 +111,16 @@ def _seccomp_filter() -> bytes | None:
     prog += [(0x06, 0, 0, 0x7FFF0000), (0x06, 0, 0, 0x00050000 | 1)]  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
     return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
 
+def _data_fd(data: bytes) -> int:
+    "A fresh descriptor of an unnamed file holding `data`, read from its start (the caller closes it)."
+    with tempfile.TemporaryFile() as f:
+        f.write(data); f.flush(); f.seek(0)
+        return os.dup(f.fileno())  # the file lives while the descriptor does
+
 def _seccomp_fd() -> int | None:
-    "A fresh descriptor (read from its start) holding `_seccomp_filter()`, for one bwrap start; None where there is none."
+    "A fresh descriptor holding `_seccomp_filter()`, for one bwrap start; None where there is none."
     prog = _seccomp_filter()
-    if prog is None: return None
-    f = tempfile.TemporaryFile()
-    f.write(prog); f.flush(); f.seek(0)
-    return os.dup(f.fileno())  # the file lives while the descriptor does
+    return None if prog is None else _data_fd(prog)
 
 def memory_bound() -> str:
     """Which mechanism charges a sandbox's memory on this machine: RLIMIT_AS for what its processes map, plus either
@@ -328,9 +332,14 @@ def _same_tokens(got: bytes, expected: str) -> bool:
     return all(a == b for a, b in zip_longest(tokens(got.decode("utf-8", "replace")), tokens(expected)))
 
 @functools.lru_cache(maxsize=None)
-def _harness_source() -> str:
-    "The programs run in the sandboxes (`delta_repro.harness`), as `python -I -S -c` runs them."
-    with open(harness.__file__, encoding="utf-8") as f: return f.read()
+def _harness_code() -> bytes:
+    """The programs run in the sandboxes (`delta_repro.harness`), compiled once here and marshalled: each sandbox
+    loads the code object (0.5 ms) instead of compiling the source (17 ms). The sandbox's interpreter is this one's
+    base interpreter (`_python`), so the marshal format is its own."""
+    with open(harness.__file__, encoding="utf-8") as f: return marshal.dumps(compile(f.read(), harness.__file__, "exec"))
+
+# run as `python -I -S -c _BOOT <code fd> ROLE ...`: the harness's code object from its descriptor, as __main__
+_BOOT = "import marshal, sys\nwith open(int(sys.argv.pop(1)), 'rb') as f: code = marshal.loads(f.read())\nexec(code)"
 
 JUDGE_SITE = "/opt/judge-site"  # where the judge's sandbox sees numpy (read-only), for tests that import it
 
@@ -355,22 +364,21 @@ def _spawn(bwrap: str | None, mode: str, text: str, limits: tuple, disk_mb: int,
     in `workdir`; as `uid` (0: as we are). Its session is its own; its stdin and stdout are /dev/null (it talks
     through `extra_fds`)."""
     python = _python()
-    code_file = tempfile.TemporaryFile()  # unnamed: read by the harness through its descriptor, gone afterwards
-    code_file.write(text.encode("utf-8", "surrogatepass")); code_file.flush(); code_file.seek(0)
-    cmd = [python, "-I", "-S", "-c", _harness_source(), mode, str(code_file.fileno()), str(uid), *map(str, limits),
+    # unnamed files, read by the sandbox through their descriptors and gone afterwards: the harness, the program
+    fds = [_data_fd(_harness_code()), _data_fd(text.encode("utf-8", "surrogatepass"))]
+    cmd = [python, "-I", "-S", "-c", _BOOT, str(fds[0]), mode, str(fds[1]), str(uid), *map(str, limits),
            *map(str, extra_fds), *map(str, extra_args)]
-    seccomp = _seccomp_fd() if bwrap is not None else None
+    if bwrap is not None and (seccomp := _seccomp_fd()) is not None: fds.append(seccomp)
+    else: seccomp = None
     if bwrap is not None: cmd = _bwrap_argv(bwrap, python, disk_mb, seccomp, binds) + ["--"] + cmd
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": workdir or "/tmp", "TMPDIR": workdir or "/tmp"}
     try:
         return subprocess.Popen(cmd, cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True,
-                                pass_fds=(code_file.fileno(), *extra_fds, *([seccomp] if seccomp is not None else [])))
+                                stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=(*fds, *extra_fds))
     except OSError as e:  # bwrap or the interpreter vanished since the probe: not the candidate's doing
         raise SandboxUnavailable(f"could not start {cmd[0]}: {e}") from e
     finally:
-        code_file.close()
-        if seccomp is not None: os.close(seccomp)
+        for fd in fds: os.close(fd)
 
 def _stop(proc: subprocess.Popen):
     "Kill the harness's whole session (with bwrap: its pid namespace, whose processes die with it) and reap it."

@@ -24,7 +24,7 @@ ADD = ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
 WRONG = "\ndef add(a, b):\n    return a - b + 1\n"  # wrong on both tests
 STDLIB = Path(os.__file__)  # a host file the sandbox can see (read-only): it must stay as it is
 TOKEN = "delta_escape_7f3a"  # in the name of every file or process an attack tries to leave behind
-HARNESS_MARK = b"_functional(code"
+HARNESS_MARK = S._BOOT.encode()[:40]  # in the command line of every sandboxed harness (its bootstrap)
 
 
 def _digest(p: Path):
