@@ -114,11 +114,12 @@ print(describe_plan(load_plan('configs/$profile.yaml'), '$runs', ${gpus:-None}, 
 import sys
 from pathlib import Path
 from delta_repro.experiments import load_plan
+from delta_repro.scores import warm_start_dir
 profile, runs_dir, ids = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
 plan = load_plan(f"configs/{profile}.yaml")
 todo = [r for r in ids if not (runs_dir / r / "eval.csv").exists()]
 for bb, task in dict.fromkeys((plan.runs[r].backbone, plan.runs[r].task) for r in todo):
-    ws = runs_dir / f"{bb}__{task}__warm-start" / "eval.csv"
+    ws = warm_start_dir(runs_dir, bb, task) / "eval.csv"
     print(f"  warm start {bb} / {task}: " + ("evaluated (archived or in runs/)" if ws.exists() else "would be built if not cached, then evaluated"))
 PY
   echo "[reproduce] dry run: $(( ${#run_ids[@]} - n_done )) of ${#run_ids[@]} runs would be trained ($n_done already trained and evaluated), and ${#arts[@]} reports written; nothing was run."

@@ -5,16 +5,16 @@ scores are in `scores`, the claim checks in `claims`, the token analyses in `tok
 
 # %% auto #0
 __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'training_logs', 'learning_curves',
-           'plot_dynamics', 'plot_learning', 'reward_summary', 'compare_with_paper', 'report_title', 'table_report',
-           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'for_people', 'write_table',
-           'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths',
-           'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems',
-           'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary',
-           'CREDIT_COLUMNS', 'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks', 'claim',
-           'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims', 'step_size_notes',
-           'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
-           'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES', 'token_classes',
-           'token_class_summary', 'token_class_text']
+           'plot_dynamics', 'plot_learning', 'reward_summary', 'paper_averages', 'compare_with_paper', 'report_title',
+           'table_report', 'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'for_people',
+           'write_table', 'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary',
+           'artefact_eval_paths', 'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc',
+           'method_runs', 'seed_problems', 'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy',
+           'gain_ci', 'learning_summary', 'CREDIT_COLUMNS', 'credit_summary', 'step_size_confounds', 'credit_text',
+           'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims',
+           'step_size_notes', 'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens',
+           'plot_token_clouds', 'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES',
+           'token_classes', 'token_class_summary', 'token_class_text']
 
 # %% ../nbs/09_reporting.ipynb #dc8013ca
 import json
@@ -144,7 +144,6 @@ def plot_learning(summary: pd.DataFrame, title: str = ""):
     return fig
 
 
-
 def reward_summary(logs: pd.DataFrame, share: float = 0.1) -> pd.DataFrame:
     """Per method: seeds, and the mean training reward over the first and the last `share` of each seed's logged
     steps (then averaged over seeds), with the change. Raises `ValueError` unless 0 < share <= 0.5."""
@@ -168,6 +167,17 @@ def _delta_interval(a: dict, b: dict) -> tuple[float, float, float]:
     if not pair: return difference_ci([float(v.mean()) for v in a.values()], [float(v.mean()) for v in b.values()])
     r = paired_difference(pair["a_problems"], pair["b_problems"], "two-sided", paired_seeds=pair["paired_seeds"])
     return r["effect"], r["low"], r["high"]
+
+def paper_averages(paper_table: str, paper_backbone: str | None = None) -> tuple[dict, str]:
+    """The paper's Avg. per method of one of its tables ({our method key: accuracy %}, `PAPER_METHODS` mapping its row
+    labels) on `paper_backbone` (None: the table's first backbone), and that backbone's name ("" when the table has
+    no Avg. row)."""
+    pr = paper_results()
+    pr = pr[(pr["table"] == paper_table) & (pr["benchmark"] == "Avg")]
+    if paper_backbone is not None: pr = pr[pr["backbone"] == paper_backbone]
+    elif pr["backbone"].nunique() > 1: pr = pr[pr["backbone"] == pr["backbone"].iloc[0]]
+    return ({PAPER_METHODS.get(m, m): v for m, v in zip(pr["method"], pr["value"])},
+            str(pr["backbone"].iloc[0]) if len(pr) else "")
 
 def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: str, paper_backbone: str | None = None,
                        ood: bool = False, floor_pct: float = 1.0) -> pd.DataFrame:
@@ -199,11 +209,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
     problems = {m: seed_problems(plan, artefact, runs_dir, m, "selected", used) if used else {} for m in methods}
     scores = {m: {s: float(v.mean()) for s, v in p.items()} for m, p in problems.items()}  # = seed_scores, read once
     ws = warm_start_accuracy(plan, runs_dir, spec["backbone"], spec["task"], used) if used else None
-    pr = paper_results()
-    pr = pr[(pr["table"] == paper_table) & (pr["benchmark"] == "Avg")]
-    if paper_backbone is not None: pr = pr[pr["backbone"] == paper_backbone]
-    elif pr["backbone"].nunique() > 1: pr = pr[pr["backbone"] == pr["backbone"].iloc[0]]
-    paper = {PAPER_METHODS.get(m, m): v for m, v in zip(pr["method"], pr["value"])}
+    paper, _ = paper_averages(paper_table, paper_backbone)
     r = list(scores[ref].values())
     rows = []
     for m in methods:

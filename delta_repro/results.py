@@ -6,7 +6,7 @@ bands, and a conclusion written from those numbers."""
 
 # %% auto #0
 __all__ = ['OVERVIEW_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 'method_gaps', 'plot_gaps', 'study_curves',
-           'plot_study_curves', 'conclusion']
+           'primary_study_curves', 'plot_study_curves', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
 from pathlib import Path
@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from .evaluation import mean_ci
-from .reporting import REPORT_TABLES, _delta_interval
-from .scores import (PAPER_METHODS, learning_curve, method_runs, paper_results, report_benchmarks,
-                                seed_problems)
+from .claims import _claim_specs
+from .reporting import REPORT_TABLES, _delta_interval, paper_averages
+from .scores import learning_curve, method_runs, report_benchmarks, seed_problems
 
 # %% ../nbs/09d_results.ipynb #1de31643
 def _finite(x) -> bool:
@@ -79,8 +79,6 @@ def method_gaps(plan, runs_dir: str | Path, a: str = "DelTA", b: str = "DAPO", m
     (Table 2 lists Table 1's DelTA and DAPO) appear once, under the first in `REPORT_TABLES`' order. Raises
     `ValueError` for another metric."""
     if metric not in ("last", "selected"): raise ValueError(f"metric must be 'last' or 'selected', got {metric!r}")
-    pr = paper_results()
-    pr = pr[pr["benchmark"] == "Avg"]
     rows, skipped, seen = [], {}, set()
     order = list(REPORT_TABLES)
     for art in sorted((x for x in plan.artefact_runs if x.split("@")[0] in REPORT_TABLES),
@@ -100,15 +98,12 @@ def method_gaps(plan, runs_dir: str | Path, a: str = "DelTA", b: str = "DAPO", m
         sa, sb = ({s: float(v.mean()) for s, v in p.items()} for p in (pa, pb))
         effect = np.mean(list(sa.values())) - np.mean(list(sb.values()))
         low, high = _delta_interval(pa, pb)[1:] if min(len(sa), len(sb)) >= 3 else (np.nan, np.nan)  # as the tables
-        p = pr[pr["table"] == paper_table]
-        if paper_backbone is not None: p = p[p["backbone"] == paper_backbone]
-        elif p["backbone"].nunique() > 1: p = p[p["backbone"] == p["backbone"].iloc[0]]
-        vals = {PAPER_METHODS.get(m, m): v for m, v in zip(p["method"], p["value"])}
+        vals, paper_bb = paper_averages(paper_table, paper_backbone)
         rows.append(dict(artefact=art, title=spec.get("title") or title, backbone=spec["backbone"], n_a=len(sa),
                          n_b=len(sb), effect=effect, low=low, high=high,
                          **{"seed differences": ", ".join(fmt_points(sa[s] - sb[s], 2) for s in sorted(set(sa) & set(sb)))},
                          paper=vals[a] - vals[b] if a in vals and b in vals else np.nan,
-                         **{"paper backbone": p["backbone"].iloc[0] if len(p) else ""}))
+                         **{"paper backbone": paper_bb}))
     out = pd.DataFrame(rows, columns=["artefact", "title", "backbone", "n_a", "n_b", "effect", "low", "high",
                                       "seed differences", "paper", "paper backbone"]).set_index("artefact")
     out.attrs.update(skipped=skipped, metric=metric, a=a, b=b)
@@ -163,6 +158,15 @@ def study_curves(plan, runs_dir: str | Path, artefact: str, methods=("DAPO", "De
             mean, low, high = mean_ci(acc.to_numpy())
             rows.append(dict(method=m, step=int(step), mean=mean, low=low, high=high, seeds=len(acc)))
     return pd.DataFrame(rows, columns=["method", "step", "mean", "low", "high", "seeds"])
+
+def primary_study_curves(plan, runs_dir: str | Path) -> dict:
+    """{title: `study_curves` frame} for every primary claim of the plan (`claims.primary_claim`'s entries): its two
+    methods (b, then a) on its artefact, titled "<claim>: <backbone>, <steps> steps". Empty for a plan without one."""
+    out = {}
+    for spec in _claim_specs(plan.raw.get("primary_claim") or []):
+        run = plan.runs[plan.artefact_runs[spec["artefact"]][0]]
+        out[f"{spec['claim']}: {run.backbone}, {run.steps} steps"] = study_curves(plan, runs_dir, spec["artefact"], (spec["b"], spec["a"]))
+    return out
 
 def plot_study_curves(curves: dict, ylabel: str = "selection-set accuracy, %"):
     """One panel per study ({title: `study_curves` frame}): each method's mean curve with its seed band. Returns the

@@ -525,7 +525,7 @@ def test_a_tables_caption_gives_the_gain_of_the_checkpoint_the_table_shows(tmp_p
 def test_results_page_gaps_and_curves_hand_computed(tmp_path):
     # DelTA gets 6, 7, 8 of 8 right at the last policy on seeds 0-2 and DAPO 2, 3, 4 (each seed +50 points); at the
     # selected checkpoint both 4 of 8: the page reads the checkpoint it is asked for, for every comparison alike
-    from delta_repro.results import claims_overview, conclusion, method_gaps, study_curves
+    from delta_repro.results import claims_overview, conclusion, method_gaps, primary_study_curves, study_curves
     plan = _plan(tmp_path)
     runs = tmp_path / "runs"
     last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4], "SAPO": [4, 4, 4], "Bottom-50%": [0, 0, 0]}
@@ -545,8 +545,12 @@ def test_results_page_gaps_and_curves_hand_computed(tmp_path):
     assert c.loc[("DAPO", 10), "seeds"] == 3 and c.loc[("DAPO", 0), "low"] == c.loc[("DAPO", 0), "high"] == 10.0
     with pytest.raises(ValueError, match="artefact"):
         study_curves(plan, runs, "table99")
+    assert primary_study_curves(plan, runs) == {}  # the plan registers no primary claim yet
     plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
                                      relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05, equivalence_margin=5)
+    (title, curves), = primary_study_curves(plan, runs).items()
+    assert title == "DelTA > DAPO: tiny-qwen3, 2 steps"  # the smoke plan's steps
+    assert curves.equals(study_curves(plan, runs, "appK_significance", ("DAPO", "DelTA")))
     ov = claims_overview(primary_claim(plan, runs).reset_index())
     assert ov.loc["DelTA > DAPO", "DelTA − DAPO [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.050"
     text = conclusion(ov, g)
