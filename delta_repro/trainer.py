@@ -9,6 +9,7 @@ __all__ = ['CREDIT_ASSIGNMENTS', 'PROXY_CACHES', 'PAPER_PROMPTS', 'PAPER_ROLLOUT
            'credit_diagnostics']
 
 # %% ../nbs/03_trainer.ipynb #24d0df98
+import importlib.util
 import itertools
 import math
 import numbers
@@ -262,9 +263,14 @@ class DeltaGRPOTrainer(GRPOTrainer):
 
     With `credit_assignment="none"` the trainer is TRL's, bit for bit (except the equal-reward fix). Raises
     `ValueError` if `args` is not a `DeltaGRPOConfig`, or if DelTA is on and the model's final hidden states cannot
-    be hooked.
+    be hooked; `ImportError` naming the `vllm` extra if `use_vllm=True` and vLLM is not installed.
     """
     def __init__(self, *args, **kwargs):
+        config = kwargs.get("args", args[2] if len(args) > 2 else None)
+        if getattr(config, "use_vllm", False) and importlib.util.find_spec("vllm") is None:
+            raise ImportError('args.use_vllm=True needs vLLM, which is not installed: pip install "delta_repro[vllm]" '
+                              "(vllm 0.31.0, on a GPU machine; on CPU, scripts/vllm_env.sh of the repository makes an "
+                              "environment with vLLM's CPU build)")
         super().__init__(*args, **kwargs)
         if not isinstance(self.args, DeltaGRPOConfig):
             raise ValueError(f"args must be a DeltaGRPOConfig, got {type(self.args).__name__}")

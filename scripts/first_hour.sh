@@ -21,8 +21,8 @@
 #      seconds, after the MATH and AIME data are in the hub cache)
 # Then: bash reproduce.sh --profile gpu1 (about 18 GPU-hours, an estimate; docs/reproduce.md).
 #
-# tests/test_first_hour.py runs steps 1, 2, 4 and 6 of this script on CPU (4 then says it is skipped), and checks the
-# table; steps 3 and 5 on CPU are test.sh's own pytest and smoke profile.
+# tests/test_first_hour.py runs steps 1, 2 and 4 of this script on CPU (4 then says it is skipped), and checks the
+# table; steps 3, 5 and 6 on CPU are test.sh's own pytest and smoke profile and tests/test_gpu1_profile.py's dry run.
 set -uo pipefail
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$_root"

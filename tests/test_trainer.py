@@ -318,3 +318,16 @@ def test_every_rollout_batch_logs_the_step_size_diagnostics(make_trainer, method
     assert logged["zero_adv_share"] == pytest.approx(expect["zero_adv_share"]) and "step_multiplier" in logged
     assert logged["step_multiplier"] == pytest.approx(expect["step_multiplier"], rel=1e-5)
     assert ("selected_zero_adv_share" in logged) == (method == "Bottom-50%")
+
+
+def test_use_vllm_without_vllm_names_the_extra(tmp_path, monkeypatch):
+    # TRL's own error names `pip install vllm`; ours names the extra, before TRL builds anything
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    args = DeltaGRPOConfig(output_dir=str(tmp_path), use_vllm=True, use_cpu=True, report_to="none")
+    for build in (lambda: DeltaGRPOTrainer(model=None, reward_funcs=[], args=args),
+                  lambda: DeltaGRPOTrainer(None, [], args)):  # args by keyword and by position
+        with pytest.raises(ImportError, match=r'pip install "delta_repro\[vllm\]"'):
+            build()
