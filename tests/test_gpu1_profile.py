@@ -62,7 +62,8 @@ def test_gpu1_plan_is_delta_vs_dapo_with_seeds_and_ablations_in_about_a_day():
 
 def _dry_run(*args, path=None):
     env = dict(os.environ)
-    if path is not None: env["PATH"] = f"{path}:{env['PATH']}"
+    if path is not None:  # a stand-in nvidia-smi: scripts/env.sh must not take it as a reason to add vLLM
+        env["PATH"], env["DELTA_WITH_VLLM"] = f"{path}:{env['PATH']}", "0"
     return subprocess.run(["bash", "reproduce.sh", "--dry-run", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=600, env=env)
 
