@@ -20,15 +20,20 @@ from delta_repro.trainer import DeltaGRPOConfig, DeltaGRPOTrainer  # noqa: E402
 PAIRS = [(a, b) for a in range(10) for b in range(10)]
 
 
+def script(name: str):
+    "scripts/<name>.py loaded as a module (scripts/ is not a package), for the tests that call its functions."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[1] / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def dist(tmp_path_factory):
     """(sdist, wheel): the sdist and the wheel built from it, `twine check --strict` passed (scripts/check_wheel.py);
     built once for tests/test_packaging.py and tests/test_verl.py."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("check_wheel", Path(__file__).parents[1] / "scripts" / "check_wheel.py")
-    check_wheel = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check_wheel)
-    return check_wheel.build(tmp_path_factory.mktemp("dist"))
+    return script("check_wheel").build(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,5 @@
 """The per-run archive (scripts/archive_runs.py): byte-stable, never overwritten, restored as it was; and the order
 in which reproduce.sh trains a plan's runs (experiments.run_order)."""
-import importlib.util
 import json
 from pathlib import Path
 
@@ -9,9 +8,9 @@ import pytest
 from delta_repro.experiments import load_plan, run_order
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("archive_runs", ROOT / "scripts" / "archive_runs.py")
-archive_runs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(archive_runs)
+from conftest import script  # noqa: E402
+
+archive_runs = script("archive_runs")
 
 
 def _finished(runs: Path, rid: str, text: str = "a"):

@@ -4,7 +4,6 @@ has one row per step with its outcome and wall time. Steps 3 (trainer tests), 5 
 run) are test.sh's own pytest and smoke profile on CPU and tests/test_gpu1_profile.py's dry run, so they are not run
 twice."""
 import csv
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,9 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "first_hour.sh"
-_spec = importlib.util.spec_from_file_location("readme_example", ROOT / "scripts" / "readme_example.py")
-readme_example = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(readme_example)
+from conftest import script  # noqa: E402
+
+readme_example = script("readme_example")
 
 
 def _run(tmp_path, steps, check=True):

@@ -19,9 +19,9 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
 norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
-_spec = importlib.util.spec_from_file_location("check_wheel", ROOT / "scripts" / "check_wheel.py")
-check_wheel = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(check_wheel)
+from conftest import script  # noqa: E402
+
+check_wheel = script("check_wheel")
 WARM_START = "tiny-qwen3-math-94b3bc1fee6e521c"  # delta_repro.proxies.WARM_START, read from the wheel's code below
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 

@@ -3,7 +3,6 @@ one figure) fits in 150 lines; every number its result section states equals the
 names; every repository path it and the docs/ pages name exists; and its library example runs as written, on the
 shipped warm-started policy (the test makes it 2 steps for speed, nothing else)."""
 import csv
-import importlib.util
 import re
 from pathlib import Path
 
@@ -11,9 +10,9 @@ import delta_repro.trainer as trainer_mod
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-_spec = importlib.util.spec_from_file_location("readme_example", ROOT / "scripts" / "readme_example.py")
-readme_example = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(readme_example)
+from conftest import script  # noqa: E402
+
+readme_example = script("readme_example")
 NUM = r"[+−-]?\d+(?:\.\d+)?"
 
 
