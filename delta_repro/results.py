@@ -6,15 +6,16 @@ bands, and a conclusion written from those numbers."""
 
 # %% auto #0
 __all__ = ['OVERVIEW_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 'method_gaps', 'plot_gaps', 'study_curves',
-           'primary_study_curves', 'plot_study_curves', 'conclusion']
+           'primary_study_curves', 'plot_study_curves', 'study_pairs', 'primary_study_pairs', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
+import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .evaluation import mean_ci
+from .evaluation import completion_agreement, load_results, mean_ci
 from .claims import _claim_specs
 from .reporting import REPORT_TABLES, _delta_interval, paper_averages
 from .scores import learning_curve, method_runs, report_benchmarks, seed_problems
@@ -184,6 +185,54 @@ def plot_study_curves(curves: dict, ylabel: str = "selection-set accuracy, %"):
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+# %% ../nbs/09d_results.ipynb #e1d1bdf8
+def _logged_mean(run_dir: Path, key: str) -> float:
+    "Mean of a metric over the entries of a run's `log_history.json` that log it; NaN when none does or the file is missing."
+    f = Path(run_dir) / "log_history.json"
+    if not f.exists(): return np.nan
+    vals = [float(h[key]) for h in json.loads(f.read_text()) if key in h and _finite(h[key])]
+    return float(np.mean(vals)) if vals else np.nan
+
+def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: str = "DAPO",
+                benchmarks: list | None = None) -> pd.DataFrame:
+    """Seed by seed, how the last policies of `a` and `b` on the backbone, task and steps of `artefact` differ, for
+    every seed at which both are evaluated (`eval_final.csv`; `scores.method_runs`). Indexed by seed (int, sorted);
+    columns: `a` and `b`, held-out accuracy (%, the primary reading over `benchmarks`, default
+    `scores.report_benchmarks`, question-weighted as `seed_scores`); `a − b` (points); `identical` (%, the share of
+    completions aligned by benchmark, problem and sample that are the same string: both runs sample with the seed's
+    generator, so equal policies write equal text; `evaluation.completion_agreement`); `same correctness` (%, the
+    share whose right-answer reading agrees); `<m> multiplier` for both methods (the mean over logged rollout
+    batches of `credit/step_multiplier`, the mean λ̄ over tokens with Â ≠ 0, i.e. the step size relative to DAPO's;
+    NaN where a run did not log it); `<m> hours` for both (training wall time, TRL's `train_runtime` / 3600; NaN
+    where not logged, e.g. a run resumed from a checkpoint logs only its last part). Empty (with these columns) when
+    no seed has both. Raises `ValueError` for an unknown artefact, a method it does not list, or `a == b`."""
+    if a == b: raise ValueError(f"a and b must be two methods, got {a!r} twice")
+    cols = [a, b, f"{a} − {b}", "identical", "same correctness", f"{a} multiplier", f"{b} multiplier",
+            f"{a} hours", f"{b} hours"]
+    ids = {m: {plan.runs[r].seed: r for r in method_runs(plan, artefact, m)} for m in (a, b)}
+    bench = benchmarks or report_benchmarks(plan, plan.runs[next(iter(ids[a].values()))].task)
+    acc = {m: seed_problems(plan, artefact, runs_dir, m, "last", bench) for m in (a, b)}
+    rows = {}
+    for s in sorted(set(acc[a]) & set(acc[b])):
+        d = {m: Path(runs_dir) / ids[m][s] for m in (a, b)}
+        ev = {m: load_results(d[m] / "eval_final.csv") for m in (a, b)}
+        agree = completion_agreement(*(ev[m][ev[m]["benchmark"].isin(bench)] for m in (a, b)))
+        x, y = float(acc[a][s].mean()), float(acc[b][s].mean())
+        rows[s] = [x, y, x - y, 100 * agree["identical"], 100 * agree["same_correctness"],
+                   _logged_mean(d[a], "credit/step_multiplier"), _logged_mean(d[b], "credit/step_multiplier"),
+                   _logged_mean(d[a], "train_runtime") / 3600, _logged_mean(d[b], "train_runtime") / 3600]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("seed")
+
+def primary_study_pairs(plan, runs_dir: str | Path) -> dict:
+    """{title: `study_pairs` frame} for every primary claim of the plan, its `a` against its `b` on its artefact and
+    benchmarks, titled as in `primary_study_curves`. Empty for a plan without one."""
+    out = {}
+    for spec in _claim_specs(plan.raw.get("primary_claim") or []):
+        run = plan.runs[plan.artefact_runs[spec["artefact"]][0]]
+        out[f"{spec['claim']}: {run.backbone}, {run.steps} steps"] = study_pairs(
+            plan, runs_dir, spec["artefact"], spec["a"], spec["b"], spec.get("benchmarks"))
+    return out
 
 # %% ../nbs/09d_results.ipynb #8480ad8a
 def conclusion(overview: pd.DataFrame, gaps: pd.DataFrame) -> str:

@@ -555,3 +555,44 @@ def test_results_page_gaps_and_curves_hand_computed(tmp_path):
     assert ov.loc["DelTA > DAPO", "DelTA − DAPO [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.050"
     text = conclusion(ov, g)
     assert "**DelTA > DAPO**" in text and "not shown equivalent within ±5" in text and "1 of those contain 0" not in text
+
+
+def test_study_pairs_hand_computed(tmp_path):
+    # seed 0: DelTA right on 6 of 8, DAPO on 2; seed 1: 8 and 4 (differences +50 both). The last policies write the
+    # same text on 3 of the 8 aligned rows at seed 0 and on none at seed 1; a right answer read alike on 4 and 4 rows
+    from delta_repro.results import primary_study_pairs, study_pairs
+    plan = _plan(tmp_path, seeds=(0, 1, 2))
+    runs = tmp_path / "runs"
+    last = {"DelTA": [6, 8], "DAPO": [2, 4]}
+    same = {0: 3, 1: 0}  # rows 0..n-1 write "same"
+    logs = {"DelTA": [{"credit/step_multiplier": 1.2}, {"credit/step_multiplier": 1.4}, {"train_runtime": 7200.0}],
+            "DAPO": [{"credit/step_multiplier": 1.0}, {"loss": 0.1}]}  # DAPO's run logs no train_runtime
+    for rid, r in plan.runs.items():
+        if r.method not in last or r.seed == 2: continue  # seed 2: DelTA and DAPO not evaluated
+        _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+        df = pd.read_csv(runs / rid / "eval_final.csv")
+        df["completion"] = ["same" if i < same[r.seed] else f"{r.method}-{i}" for i in range(len(df))]
+        (runs / rid / "eval_final.csv").unlink()  # finished results are never overwritten: replaced by hand here
+        save_results(df, runs / rid / "eval_final.csv")
+        (runs / rid / "log_history.json").write_text(json.dumps(logs[r.method]))
+    p = study_pairs(plan, runs, "appK_significance")
+    assert list(p.index) == [0, 1] and p.index.name == "seed"
+    assert p.loc[0, "DelTA"] == pytest.approx(75.0) and p.loc[0, "DAPO"] == pytest.approx(25.0)
+    assert p.loc[1, "DelTA − DAPO"] == pytest.approx(50.0)
+    assert p.loc[0, "identical"] == pytest.approx(100 * 3 / 8) and p.loc[1, "identical"] == 0.0
+    # seed 0: DelTA right on rows 0-5, DAPO on rows 0-1 -> agree on rows 0, 1, 6, 7; seed 1: DelTA all, DAPO 0-3
+    assert p.loc[0, "same correctness"] == pytest.approx(50.0) and p.loc[1, "same correctness"] == pytest.approx(50.0)
+    assert p.loc[0, "DelTA multiplier"] == pytest.approx(1.3) and p.loc[0, "DAPO multiplier"] == 1.0
+    assert p.loc[0, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[0, "DAPO hours"])
+    # swapping the methods mirrors the difference; a seed lacking one side is left out, no NaN row
+    q = study_pairs(plan, runs, "appK_significance", a="DAPO", b="DelTA")
+    assert (q["DAPO − DelTA"] == -p["DelTA − DAPO"]).all() and (q["identical"] == p["identical"]).all()
+    assert study_pairs(plan, tmp_path / "none", "appK_significance").empty
+    for kw, says in ((dict(artefact="table99"), "artefact"), (dict(a="SAPO"), "method"), (dict(b="DelTA"), "two methods")):
+        with pytest.raises(ValueError, match=says):
+            study_pairs(plan, runs, **{"artefact": "appK_significance", **kw})
+    assert primary_study_pairs(plan, runs) == {}
+    plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
+                                     relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05)
+    (title, frame), = primary_study_pairs(plan, runs).items()
+    assert title == "DelTA > DAPO: tiny-qwen3, 2 steps" and frame.equals(p)
