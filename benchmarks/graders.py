@@ -5,7 +5,7 @@
     python benchmarks/graders.py --batch 32 --adversarial-batch 32 --no-sandbox   # a quicker look
     python benchmarks/graders.py --sections degenerate,throughput                 # some tables only
 
-Five tables:
+Six tables:
 1. shapes: the extractors (`extract_boxed`, `extract_final_answer`, `extract_choice`) and the whole `grade_math` call
    on degenerate completions of paper length (20,480 tokens) at n and 2n characters; the ratio t(2n)/t(n) is about
    2 for a linear pass (it was about 4 before issue 11: 40,000 newlines took 22 s, 10,000 `\\boxed{` 15 s).
@@ -16,11 +16,15 @@ Five tables:
    on two adversarial batches of `--adversarial-batch` junk completions: the junk answers of table 2, and those and
    the shapes of table 1 in turn (its `sympy_blowup` still takes the whole timeout); graded completions per second,
    and what `math_reward` logged.
-4. extraction: every extractor a completion reaches (`extract_code`, `extract_boxed`, `extract_final_answer`,
+4. budget: `math_reward` on `--budget-batch` answers that sympy would work on for minutes (`\\boxed{10^{10^{7}}}`,
+   each stopped at `--timeout`) followed by one right answer, with a batch budget of `--math-budget` seconds (issue
+   40: 512 of them took 43 minutes before the budget): the call's wall time (within the budget plus a fraction of a
+   second), the right answer's score (1: its first slice comes before the slow ones' second pass) and what was logged.
+5. extraction: every extractor a completion reaches (`extract_code`, `extract_boxed`, `extract_final_answer`,
    `extract_choice`) on degenerate completions of 0.25 and 1 MB (unclosed fences before newlines and dashes, walls
    of fences and backticks, braces, unclosed boxes; issue 27): each well under 0.05 s (the old fence pattern took
    7.4 s on 40,000 newlines, 16 s on 4,000 newlines and 400,000 dashes).
-5. sandbox: `run_tests_sandboxed` on a two-test program (bubblewrap start-up plus a round trip per call), on 1,000
+6. sandbox: `run_tests_sandboxed` on a two-test program (bubblewrap start-up plus a round trip per call), on 1,000
    tests, `code_reward` on a batch of `--code-batch` completions in everyday styles (`CODE_KINDS`: asserts, a
    HumanEval+ numpy check, a generator, a Counter, stdio; half right): completions per second and this process's CPU
    per completion (issue 40: the tests run in the judge's sandbox, so it is about the two sandbox starts), and on
@@ -36,7 +40,7 @@ import statistics
 import time
 from pathlib import Path
 
-SECTIONS = ("shapes", "degenerate", "throughput", "extraction", "sandbox")
+SECTIONS = ("shapes", "degenerate", "throughput", "budget", "extraction", "sandbox")
 EXTRACTION = {  # name: the completion for a size in characters (issue 27)
     "fence_newlines": lambda n: "```python\n" + "\n" * (n - 10),
     "fence_nl_dashes": lambda n: "```python\n" + "\n" * 4_000 + "-" * (n - 4_010),
@@ -198,6 +202,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3, help="timed repetitions (the median is printed)")
     ap.add_argument("--batch", type=int, default=256, help="realistic completions graded for the throughput figure")
     ap.add_argument("--adversarial-batch", type=int, default=256, help="junk completions graded for the throughput figure")
+    ap.add_argument("--budget-batch", type=int, default=512, help="slow answers before the right one in the budget table")
+    ap.add_argument("--math-budget", type=float, default=None, help="math_reward's batch_budget_s in the budget table "
+                    "(default MATH_BATCH_BUDGET_S)")
     ap.add_argument("--collision-n", type=int, default=70_000, help="integers in the hash-collision reply")
     ap.add_argument("--no-sandbox", action="store_true", help="skip the code sandbox timings")
     ap.add_argument("--code-batch", type=int, default=64, help="code completions graded by code_reward for the sandbox table")
@@ -208,6 +215,9 @@ def main():
     if a.timeout < 1: ap.error(f"--timeout must be >= 1 second, got {a.timeout}")
     if a.repeats < 1: ap.error(f"--repeats must be >= 1, got {a.repeats}")
     if a.batch < 1 or a.adversarial_batch < 1: ap.error("--batch and --adversarial-batch must be >= 1")
+    if a.budget_batch < 1: ap.error(f"--budget-batch must be >= 1, got {a.budget_batch}")
+    if a.math_budget is not None and not (math.isfinite(a.math_budget) and a.math_budget > 0):
+        ap.error(f"--math-budget must be a positive number of seconds, got {a.math_budget}")
     if a.collision_n < 1: ap.error(f"--collision-n must be >= 1, got {a.collision_n}")
     sections = a.sections.split(",")
     if not set(sections) <= set(SECTIONS): ap.error(f"--sections must be among {SECTIONS}, got {a.sections!r}")
@@ -259,6 +269,22 @@ def main():
             logged = ", ".join(f"{k}={v:.3f}" for k, v in sorted(r["logged"].items()))
             print(f"{name:>12}: {r['n']} completions of {r['mean_chars']:,.0f} characters on average in {r['seconds']:.2f} s "
                   f"= {r['per_second']:.1f} per second (mean reward {r['mean_reward']:.3f}; logged {logged})")
+
+    if "budget" in sections:
+        from delta_repro.rewards import MATH_BATCH_BUDGET_S
+        budget = a.math_budget or MATH_BATCH_BUDGET_S
+        completions = [r"\boxed{10^{10^{7}}}"] * a.budget_batch + [r"so the answer is \boxed{5}"]
+        logged = {}
+        t0 = time.perf_counter()
+        rewards = math_reward(completions, ["5"] * len(completions), log_metric=logged.__setitem__,
+                              timeout_s=a.timeout, batch_budget_s=budget)
+        seconds = time.perf_counter() - t0
+        out["budget"] = dict(slow=a.budget_batch, budget_s=budget, timeout_s=a.timeout, seconds=seconds,
+                             last_reward=rewards[-1], slow_rewarded=sum(rewards[:-1]), logged=logged)
+        print(f"\nbatch budget: math_reward on {a.budget_batch} answers sympy would work on for minutes, then a right one "
+              f"(timeout_s={a.timeout}, batch_budget_s={budget:g})")
+        print(f"  {seconds:.2f} s for {len(completions)} completions (budget {budget:g} s); the right answer scored "
+              f"{rewards[-1]:.0f}; " + ", ".join(f"{k}={v:.3f}" for k, v in sorted(logged.items())))
 
     if "extraction" in sections:
         from delta_repro.rewards import extract_code

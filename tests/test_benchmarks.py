@@ -30,6 +30,7 @@ def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     out = tmp_path / "g.json"
     subprocess.run([sys.executable, "benchmarks/graders.py", "--scale", "0.25", "--timeout", "1", "--repeats", "1",
                     "--batch", "16", "--adversarial-batch", "14", "--collision-n", "5000", "--code-batch", "10",
+                    "--budget-batch", "40", "--math-budget", "3",
                     "--json", str(out)],
                    cwd=ROOT, check=True, capture_output=True, text=True, timeout=300)
     r = json.loads(out.read_text())
@@ -43,6 +44,11 @@ def test_grader_benchmark_reports_linear_extraction_and_the_deadline(tmp_path):
     assert (real["n"], junk["n"]) == (16, 14) and real["per_second"] > 0 and junk["per_second"] > 0
     assert 0 < real["mean_reward"] < 1 and real["mean_chars"] > 8_000  # a few thousand tokens, some right, some wrong
     assert junk["logged"]["math/rejected_frac"] > 0
+    # 40 answers sympy would work on for minutes, each with a 1 s timeout, then a right one: within the 3 s budget,
+    # and the right one scored (issue 40: its first slice comes before the slow ones' second pass)
+    b = r["budget"]
+    assert b["seconds"] < 3 + 1.5 and b["last_reward"] == 1.0 and b["slow_rewarded"] == 0
+    assert b["logged"]["math/over_budget_frac"] > 0 and b["logged"]["math/second_pass_frac"] > 0
     # every extractor on degenerate completions up to 1 MB (issue 27): bounded, far from the seconds of a backtracking scan
     assert {e["chars"] for e in r["extraction"]} >= {1_000_000} and all(
         max(e[k] for k in ("code", "boxed", "final", "choice")) < 1.0 for e in r["extraction"])
@@ -76,6 +82,7 @@ def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
     ("overhead.py", ["--csv", "README.md"], "never overwritten"),
     ("graders.py", ["--json", "README.md"], "never overwritten"), ("graders.py", ["--scale", "0"], "--scale"),
     ("graders.py", ["--timeout", "0"], "--timeout"), ("graders.py", ["--batch", "0"], "--batch"),
+    ("graders.py", ["--math-budget", "nan"], "--math-budget"), ("graders.py", ["--budget-batch", "0"], "--budget-batch"),
     ("smollm2_speed.py", ["--steps", "0"], "--steps"), ("smollm2_speed.py", ["--problems", "-1"], "--problems"),
     ("smollm2_speed.py", ["--out", "benchmarks/results/cpu_smollm2_speed_2026-12-04"], "never overwritten")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):

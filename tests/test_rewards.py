@@ -127,11 +127,35 @@ def test_rejected_and_timed_out_answers_are_logged_apart(monkeypatch):
     r = math_reward([r"\boxed{1}", JUNK["frac nested 300 deep"], "no answer", r"\boxed{2}"], ["1"] * 4,
                     log_metric=logged.__setitem__)
     assert r == [1.0, 0.0, 0.0, 0.0]
-    assert logged == {"math/unparseable_frac": 0.25, "math/rejected_frac": 0.25, "math/timeout_frac": 0.0}
+    assert logged == {"math/unparseable_frac": 0.25, "math/rejected_frac": 0.25, "math/timeout_frac": 0.0,
+                      "math/second_pass_frac": 0.0, "math/over_budget_frac": 0.0}
     import delta_repro.rewards as R
     monkeypatch.setattr(R, "_verify", lambda gold, answer: time.sleep(30))  # stands for a sympy blow-up
     monkeypatch.setattr(R, "GRADE_TIMEOUT_S", 1)
     assert math_reward([r"\boxed{1}"], ["1"], log_metric=logged.__setitem__) == [0.0] and logged["math/timeout_frac"] == 1.0
+
+
+def test_math_batch_budget_bounds_the_call_and_spares_a_right_answer_after_slow_ones(monkeypatch):
+    import delta_repro.rewards as R
+    real = R._verify
+    monkeypatch.setattr(R, "_verify", lambda gold, answer: time.sleep(30) if answer == "9" else real(gold, answer))
+    logged = {}
+    t0 = time.monotonic()
+    r = math_reward([r"\boxed{9}"] * 30 + [r"so \boxed{5}"], ["5"] * 31, log_metric=logged.__setitem__, timeout_s=1,
+                    batch_budget_s=2)
+    took = time.monotonic() - t0
+    # first pass: each gets max(0.05, 2 / 62) s, so 30 slow ones cost 1.5 s and the right one is graded within the
+    # budget; the second pass has 0.5 s left for the slow ones, then the budget is spent
+    assert r == [0.0] * 30 + [1.0] and took < 2 + 0.5
+    assert logged["math/second_pass_frac"] == pytest.approx(30 / 31) and logged["math/over_budget_frac"] > 0.8
+    # without slow answers the scores are those of grading each completion alone
+    batch = [(c, g) for c, g, e in GRADING if len(c) < 1000]
+    assert math_reward([c for c, _ in batch], [g for _, g in batch], batch_budget_s=0.5) == \
+        [float(grade_math(c, g) is True) for c, g in batch]
+    for kw, name in ((dict(timeout_s=0), "timeout_s"), (dict(batch_budget_s=float("nan")), "batch_budget_s"),
+                     (dict(batch_budget_s=True), "batch_budget_s"), (dict(timeout_s="5"), "timeout_s")):
+        with pytest.raises(ValueError, match=name):
+            math_reward([r"\boxed{1}"], ["1"], **kw)
 
 
 def test_grading_stays_linear_in_the_completion_length():
