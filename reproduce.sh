@@ -59,13 +59,15 @@ done
 # an explicitly empty profile (--profile= or --profile "") is a mistake, not a request for the default
 [ "$profile_set" = 1 ] && [ -z "$profile" ] && usage_error "--profile needs smoke, cpu, gpu1 or paper, got an empty value"
 [ "$dry_run" = 1 ] && [ "$reports_only" = 1 ] && usage_error "--dry-run and --reports-only cannot be combined (one runs nothing, the other writes reports)"
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+n_gpus=$(delta_gpu_count)
 if [ -z "$profile" ]; then
-  n_gpus=0; command -v nvidia-smi >/dev/null 2>&1 && n_gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
   case "$n_gpus" in 0) profile=cpu ;; 1) profile=gpu1 ;; *) profile=paper ;; esac
 fi
 # DeepSpeed, imported by accelerate in every run and report notebook, warns on a machine without a GPU that it fell
 # back to the CPU; saying so up front keeps that line out of the executed notebooks (nbs/03 and nbs/06 do the same)
-{ command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; } || export DS_ACCELERATOR="${DS_ACCELERATOR:-cpu}"
+[ "$n_gpus" -gt 0 ] || export DS_ACCELERATOR="${DS_ACCELERATOR:-cpu}"
 case "$profile" in smoke|cpu|gpu1|paper) ;; *) echo "reproduce.sh: --profile must be smoke, cpu, gpu1 or paper, got '$profile'" >&2; exit 2 ;; esac
 # runs at a time: cpu trains two tiny runs side by side, one core each (a tiny model uses a second core poorly);
 # paper one (each run takes all 8 GPUs)

@@ -9,6 +9,8 @@ command -v "$_py" >/dev/null 2>&1 || _py=python3
 "$_py" -c 'import sys; assert sys.version_info[:2] >= (3, 11), sys.version' 2>/dev/null || {
   echo "delta_repro needs Python >= 3.11 (found: $("$_py" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 1; }
 _stamp="$_venv/.delta_repro_installed"
+# shellcheck source=scripts/lib.sh
+source "$_root/scripts/lib.sh"
 # On a machine where nvidia-smi sees a GPU, the gpu1 and paper profiles roll out with vLLM, so requirements-gpu.txt
 # (vllm 0.31.0, the package's `vllm` extra) goes into the same environment. vLLM pins numba 0.65, which needs
 # numpy < 2.4: numpy is then the one package that differs from the CPU-tested set (pip picks the newest that fits).
@@ -23,11 +25,11 @@ if [ "$_with_vllm" = auto ]; then
   elif [ -x "$_venv/bin/python" ]; then _with_vllm=0
   else
     _with_vllm=0
-    command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && _with_vllm=1
+    [ "$(delta_gpu_count)" -gt 0 ] && _with_vllm=1
   fi
 fi
 case "$_with_vllm" in 0|1) ;; *) echo "DELTA_WITH_VLLM must be 0, 1 or auto, got '$_with_vllm'" >&2; exit 1 ;; esac
-_inputs=("$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}")
+_inputs=("$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}" "$_root/scripts/lib.sh")
 [ "$_with_vllm" = 1 ] && _inputs+=("$_root/requirements-gpu.txt")
 _want="$( { cat "${_inputs[@]}"; echo "with_vllm=$_with_vllm"; } | sha256sum | cut -d' ' -f1)"
 if [ ! -x "$_venv/bin/python" ]; then
@@ -43,7 +45,7 @@ if [ "$(cat "$_stamp" 2>/dev/null)" != "$_want" ]; then
   if [ "$_with_vllm" = 1 ]; then
     echo "[env] installing vLLM (requirements-gpu.txt), the gpu1 and paper profiles' rollout engine (DELTA_WITH_VLLM)"
     _constraints="$(mktemp)"
-    grep -v -E '^(numpy|setuptools)==' "$_root/requirements.txt" > "$_constraints"
+    delta_vllm_constraints "$_root" > "$_constraints"
     "$_venv/bin/python" -m pip install -q -r "$_root/requirements-gpu.txt" -c "$_constraints"
     rm -f "$_constraints"
   fi

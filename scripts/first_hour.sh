@@ -37,8 +37,10 @@ mkdir -p "$OUT"
 PY="${PY:-python}"
 SUMMARY="$OUT/summary.tsv"
 printf 'step\tname\toutcome\tseconds\tpeak_gpu_mib\n' > "$SUMMARY"
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
 has_gpu=0
-command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && has_gpu=1
+[ "$(delta_gpu_count)" -gt 0 ] && has_gpu=1
 
 # step N NAME CAP COMMAND...: runs COMMAND with a time cap of CAP seconds, its output in $OUT/stepN.log; exit code
 # 77 means skipped (the command says why).

