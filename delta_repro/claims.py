@@ -376,8 +376,10 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     `benchmarks`, `alpha`, and optionally `equivalence_margin` (points; TOST, `equivalence`), `margin_note` (e.g.
     that the margin was chosen after the fact) and `registered` (the date it was fixed). Over training seeds with
     `claim`'s paired interval (`paired_inputs`), the per-problem Wilcoxon p and the equivalence reading beside it. One
-    row per claim indexed by claim with `family` "primary", `metric`, `benchmarks`, `evidence` and the columns of
-    `equivalence`; verdict "runs missing" below 2 evaluated seeds a side; an empty DataFrame for a plan without one.
+    row per claim indexed by claim with `family` "primary", `metric`, `benchmarks`, `evidence`, `registered seeds`
+    (the artefact's runs of each side, "8 vs 8") and the columns of `equivalence`; verdict "runs missing" below 2
+    evaluated seeds a side, and one read before every registered seed is in begins "interim, 4 vs 4 of the registered
+    8 vs 8 seeds: " (the claim is decided at the registered design); an empty DataFrame for a plan without one.
     Raises `ValueError` for a malformed entry (naming the key)."""
     spec = plan.raw.get("primary_claim")
     if not spec: return pd.DataFrame()
@@ -415,6 +417,12 @@ def _primary_row(plan, runs_dir, spec: dict) -> dict:
                                                                          if checkpoint == "last" else "the selected checkpoint")}
     if isinstance(row.get("note"), str):  # tested alone: no correction to speak of
         row["note"] = row["note"].replace(" after Holm's correction", "")
+    # the design the claim was registered with: the artefact's runs of each side; read before all of them are in, a
+    # verdict is an interim one and says so (the registered reading is at the full design)
+    planned = [sum(plan.runs[r].method == m for r in plan.artefact_runs[art]) for m in (spec["a"], spec["b"])]
+    row["registered seeds"] = f"{planned[0]} vs {planned[1]}"
+    if row["verdict"] != "runs missing" and (len(a) < planned[0] or len(b) < planned[1]):
+        row["verdict"] = f"interim, {len(a)} vs {len(b)} of the registered {planned[0]} vs {planned[1]} seeds: {row['verdict']}"
     return row
 
 def check_claims(plan, runs_dir: str | Path, metric: str = "selected", claims=PAPER_CLAIMS, alpha: float = 0.05,

@@ -243,6 +243,7 @@ def test_primary_claim_and_the_last_policy_hand_computed(tmp_path):
     assert c["effect"] == pytest.approx(50.0) and c["p"] == pytest.approx(0.05) and c["p_holm"] == c["p"]  # alone
     assert c["interval"] == "paired by problem and seed (4 problems)" and c["ci_low"] <= 50.0 <= c["ci_high"]
     assert 0 < c["p_problems"] < 1 and c["verdict"] == "not testable with 3 vs 3 seeds"  # 3 vs 3 floor: p = 1/20
+    assert c["registered seeds"] == "3 vs 3"  # every registered seed is in: the verdict is not an interim one
     assert check_claims(plan, runs).loc["DelTA > DAPO", "effect"] == pytest.approx(0.0)  # selected: 4 of 8 for both
     s = learning_summary(plan, runs).loc[("tiny-qwen3", "math")]
     assert s.loc["DelTA", "checkpoint"] == "last policy" and s.loc["DelTA", "gain"] == pytest.approx(62.5)
@@ -596,3 +597,20 @@ def test_study_pairs_hand_computed(tmp_path):
                                      relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05)
     (title, frame), = primary_study_pairs(plan, runs).items()
     assert title == "DelTA > DAPO: tiny-qwen3, 2 steps" and frame.equals(p)
+
+
+def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_interim(tmp_path):
+    plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
+    runs = tmp_path / "runs"
+    plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
+                                     relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05)
+    last = {"DelTA": [2, 3, 4, 5], "DAPO": [6, 7, 8, 8]}  # DelTA below DAPO at every seed
+    for rid, r in plan.runs.items():
+        if r.method in last and r.seed < 3: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert c["registered seeds"] == "4 vs 4" and (c["n_a"], c["n_b"]) == (3, 3)
+    assert c["verdict"].startswith("interim, 3 vs 3 of the registered 4 vs 4 seeds: ")
+    for rid, r in plan.runs.items():
+        if r.method in last and r.seed == 3: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert not c["verdict"].startswith("interim") and c["verdict"] == "contradicted at this scale"
