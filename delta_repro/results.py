@@ -187,12 +187,22 @@ def plot_study_curves(curves: dict, ylabel: str = "selection-set accuracy, %"):
     return fig
 
 # %% ../nbs/09d_results.ipynb #e1d1bdf8
-def _logged_mean(run_dir: Path, key: str) -> float:
-    "Mean of a metric over the entries of a run's `log_history.json` that log it; NaN when none does or the file is missing."
+def _log_history(run_dir: Path) -> list:
+    "A run's `log_history.json` (a list of logged dicts); empty when the file is missing."
     f = Path(run_dir) / "log_history.json"
-    if not f.exists(): return np.nan
-    vals = [float(h[key]) for h in json.loads(f.read_text()) if key in h and _finite(h[key])]
-    return float(np.mean(vals)) if vals else np.nan
+    return json.loads(f.read_text()) if f.exists() else []
+
+def _logged(history: list, key: str, how=np.mean) -> float:
+    "`how` (mean, sum, ...) of a metric over the entries of a log history that log it finite; NaN when none does."
+    vals = [float(h[key]) for h in history if key in h and _finite(h[key])]
+    return float(how(vals)) if vals else np.nan
+
+def _training_hours(history: list) -> float:
+    """Hours of training: the sum of the `step_time` TRL logs at every optimizer step (so every segment of a run
+    resumed from a checkpoint counts; model loading, checkpoint saving and evaluation do not), else TRL's
+    `train_runtime` (the last segment only) where no step time is logged; NaN when neither is."""
+    steps = _logged(history, "step_time", np.sum)
+    return (steps if np.isfinite(steps) else _logged(history, "train_runtime")) / 3600
 
 def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: str = "DAPO",
                 benchmarks: list | None = None) -> pd.DataFrame:
@@ -204,8 +214,8 @@ def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: 
     generator, so equal policies write equal text; `evaluation.completion_agreement`); `same correctness` (%, the
     share whose right-answer reading agrees); `<m> multiplier` for both methods (the mean over logged rollout
     batches of `credit/step_multiplier`, the mean λ̄ over tokens with Â ≠ 0, i.e. the step size relative to DAPO's;
-    NaN where a run did not log it); `<m> hours` for both (training wall time, TRL's `train_runtime` / 3600; NaN
-    where not logged, e.g. a run resumed from a checkpoint logs only its last part). Empty (with these columns) when
+    NaN where a run did not log it); `<m> hours` for both (hours of training, `_training_hours`: the sum of the
+    logged step times over every segment of a resumed run; NaN where not logged). Empty (with these columns) when
     no seed has both. Raises `ValueError` for an unknown artefact, a method it does not list, or `a == b`."""
     if a == b: raise ValueError(f"a and b must be two methods, got {a!r} twice")
     cols = [a, b, f"{a} − {b}", "identical", "same correctness", f"{a} multiplier", f"{b} multiplier",
@@ -217,11 +227,12 @@ def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: 
     for s in sorted(set(acc[a]) & set(acc[b])):
         d = {m: Path(runs_dir) / ids[m][s] for m in (a, b)}
         ev = {m: load_results(d[m] / "eval_final.csv") for m in (a, b)}
+        log = {m: _log_history(d[m]) for m in (a, b)}
         agree = completion_agreement(*(ev[m][ev[m]["benchmark"].isin(bench)] for m in (a, b)))
         x, y = float(acc[a][s].mean()), float(acc[b][s].mean())
         rows[s] = [x, y, x - y, 100 * agree["identical"], 100 * agree["same_correctness"],
-                   _logged_mean(d[a], "credit/step_multiplier"), _logged_mean(d[b], "credit/step_multiplier"),
-                   _logged_mean(d[a], "train_runtime") / 3600, _logged_mean(d[b], "train_runtime") / 3600]
+                   _logged(log[a], "credit/step_multiplier"), _logged(log[b], "credit/step_multiplier"),
+                   _training_hours(log[a]), _training_hours(log[b])]
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("seed")
 
 def primary_study_pairs(plan, runs_dir: str | Path) -> dict:

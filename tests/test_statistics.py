@@ -566,8 +566,12 @@ def test_study_pairs_hand_computed(tmp_path):
     runs = tmp_path / "runs"
     last = {"DelTA": [6, 8], "DAPO": [2, 4]}
     same = {0: 3, 1: 0}  # rows 0..n-1 write "same"
-    logs = {"DelTA": [{"credit/step_multiplier": 1.2}, {"credit/step_multiplier": 1.4}, {"train_runtime": 7200.0}],
-            "DAPO": [{"credit/step_multiplier": 1.0}, {"loss": 0.1}]}  # DAPO's run logs no train_runtime
+    # seed 0's DelTA logs step times (a resumed run: its train_runtime, 600 s, covers the last segment only); DAPO's
+    # logs neither; seed 1's DelTA logs only train_runtime
+    logs = {("DelTA", 0): [{"credit/step_multiplier": 1.2, "step_time": 3600.0}, {"credit/step_multiplier": 1.4, "step_time": 3600.0},
+                           {"step_time": float("nan")}, {"train_runtime": 600.0}],
+            ("DelTA", 1): [{"credit/step_multiplier": 1.3}, {"train_runtime": 7200.0}],
+            ("DAPO", 0): [{"credit/step_multiplier": 1.0}, {"loss": 0.1}], ("DAPO", 1): [{"loss": 0.1}]}
     for rid, r in plan.runs.items():
         if r.method not in last or r.seed == 2: continue  # seed 2: DelTA and DAPO not evaluated
         _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
@@ -575,7 +579,7 @@ def test_study_pairs_hand_computed(tmp_path):
         df["completion"] = ["same" if i < same[r.seed] else f"{r.method}-{i}" for i in range(len(df))]
         (runs / rid / "eval_final.csv").unlink()  # finished results are never overwritten: replaced by hand here
         save_results(df, runs / rid / "eval_final.csv")
-        (runs / rid / "log_history.json").write_text(json.dumps(logs[r.method]))
+        (runs / rid / "log_history.json").write_text(json.dumps(logs[r.method, r.seed]))
     p = study_pairs(plan, runs, "appK_significance")
     assert list(p.index) == [0, 1] and p.index.name == "seed"
     assert p.loc[0, "DelTA"] == pytest.approx(75.0) and p.loc[0, "DAPO"] == pytest.approx(25.0)
@@ -584,7 +588,8 @@ def test_study_pairs_hand_computed(tmp_path):
     # seed 0: DelTA right on rows 0-5, DAPO on rows 0-1 -> agree on rows 0, 1, 6, 7; seed 1: DelTA all, DAPO 0-3
     assert p.loc[0, "same correctness"] == pytest.approx(50.0) and p.loc[1, "same correctness"] == pytest.approx(50.0)
     assert p.loc[0, "DelTA multiplier"] == pytest.approx(1.3) and p.loc[0, "DAPO multiplier"] == 1.0
-    assert p.loc[0, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[0, "DAPO hours"])
+    assert p.loc[0, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[0, "DAPO hours"])  # 2 x 3600 s of steps
+    assert p.loc[1, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[1, "DAPO multiplier"])  # train_runtime
     # swapping the methods mirrors the difference; a seed lacking one side is left out, no NaN row
     q = study_pairs(plan, runs, "appK_significance", a="DAPO", b="DelTA")
     assert (q["DAPO − DelTA"] == -p["DelTA − DAPO"]).all() and (q["identical"] == p["identical"]).all()
