@@ -6,10 +6,11 @@ paper's claims tested with effects, intervals, Holm-adjusted p-values and the sm
 # %% auto #0
 __all__ = ['CREDIT_COLUMNS', 'PAPER_CLAIMS', 'gain_ci', 'learning_summary', 'credit_summary', 'step_size_confounds',
            'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'paired_inputs', 'equivalence', 'primary_claim',
-           'check_claims', 'step_size_notes']
+           'seed_rule', 'check_claims', 'step_size_notes']
 
 # %% ../nbs/09b_claims.ipynb #b9c1a003
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -374,12 +375,14 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     read — `claim` (the name, unique), `artefact`, methods `a` and `b`, `relation`, `checkpoint` ("last": the last
     policy, `eval_final.csv`, metric "last"; "selected": the selected checkpoint, metric "selected"), the reported
     `benchmarks`, `alpha`, and optionally `equivalence_margin` (points; TOST, `equivalence`), `margin_note` (e.g.
-    that the margin was chosen after the fact) and `registered` (the date it was fixed). Over training seeds with
+    that the margin was chosen after the fact), `registered` (the date it was fixed) and `seed_rule` (`seed_rule`:
+    when seeds are added, read from the seed SD alone). Over training seeds with
     `claim`'s paired interval (`paired_inputs`), the per-problem Wilcoxon p and the equivalence reading beside it. One
     row per claim indexed by claim with `family` "primary", `metric`, `benchmarks`, `evidence`, `registered seeds`
     (the artefact's runs of each side, "8 vs 8") and the columns of `equivalence`; verdict "runs missing" below 2
     evaluated seeds a side, and one read before every registered seed is in begins "interim, 4 vs 4 of the registered
-    8 vs 8 seeds: " (the claim is decided at the registered design); an empty DataFrame for a plan without one.
+    8 vs 8 seeds: " (the claim is decided at the registered design, seeds its `seed_rule` adds included; the rule's
+    reading in a `seed rule` column); an empty DataFrame for a plan without one.
     Raises `ValueError` for a malformed entry (naming the key)."""
     spec = plan.raw.get("primary_claim")
     if not spec: return pd.DataFrame()
@@ -420,10 +423,55 @@ def _primary_row(plan, runs_dir, spec: dict) -> dict:
     # the design the claim was registered with: the artefact's runs of each side; read before all of them are in, a
     # verdict is an interim one and says so (the registered reading is at the full design)
     planned = [sum(plan.runs[r].method == m for r in plan.artefact_runs[art]) for m in (spec["a"], spec["b"])]
+    if "seed_rule" in spec:
+        row["seed rule"], extra = seed_rule(plan, spec, a, b)
+        planned = [n + extra for n in planned]  # seeds the rule adds and the artefact does not list yet
     row["registered seeds"] = f"{planned[0]} vs {planned[1]}"
     if row["verdict"] != "runs missing" and (len(a) < planned[0] or len(b) < planned[1]):
         row["verdict"] = f"interim, {len(a)} vs {len(b)} of the registered {planned[0]} vs {planned[1]} seeds: {row['verdict']}"
     return row
+
+def _seed_span(seeds: list) -> str:
+    s = sorted(seeds)
+    return f"{s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) and len(s) > 2 else ", ".join(map(str, s))
+
+def seed_rule(plan, spec: dict, a: dict, b: dict) -> tuple[str, int]:
+    """A primary claim's registered rule for adding seeds, applied: `spec["seed_rule"]` = {`detectable_above`: points,
+    `add_seeds`: [seeds]} adds `add_seeds` to both sides when the design's detectable effect (`detectable_effect`,
+    power 0.8, the claim's `alpha` and direction), read on the artefact's other seeds once all of them are evaluated,
+    is above `detectable_above`. It reads the seeds' spread alone, never the effect or its sign. `a`, `b`: {seed:
+    score} of each side (`seed_scores`). Returns (the reading, e.g. "detectable 2.05 > 1.5 at 8 vs 8: seeds 8-11
+    added", "read at 8 vs 8 (6 vs 6 in)"; the number of seeds a side still lacks: those the rule adds and the
+    artefact does not list yet, else 0). Raises `ValueError` (naming `primary_claim.seed_rule`) for a malformed rule,
+    and when the artefact lists seeds the rule has not added (before it is read, or when it adds none)."""
+    rule, art = spec["seed_rule"], spec["artefact"]
+    if not isinstance(rule, dict) or set(rule) != {"detectable_above", "add_seeds"}:
+        raise ValueError(f"primary_claim.seed_rule: needs exactly detectable_above and add_seeds, got {rule!r}")
+    thr, add = rule["detectable_above"], rule["add_seeds"]
+    if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not (math.isfinite(thr) and thr > 0):
+        raise ValueError(f"primary_claim.seed_rule.detectable_above must be a positive number of points, got {thr!r}")
+    if (not isinstance(add, list) or not add or len(set(add)) != len(add)
+            or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in add)):
+        raise ValueError(f"primary_claim.seed_rule.add_seeds must be a list of distinct seeds (ints >= 0), got {add!r}")
+    seeds = {m: {plan.runs[r].seed for r in plan.artefact_runs[art] if plan.runs[r].method == m} for m in (spec["a"], spec["b"])}
+    base = {m: sorted(seeds[m] - set(add)) for m in seeds}
+    listed = sorted(set(add) & (seeds[spec["a"]] | seeds[spec["b"]]))
+    n = f"{len(base[spec['a']])} vs {len(base[spec['b']])}"
+    have = [sum(s in a for s in base[spec["a"]]), sum(s in b for s in base[spec["b"]])]
+    if have != [len(base[spec["a"]]), len(base[spec["b"]])] or min(have) < 2:
+        if listed: raise ValueError(f"primary_claim.seed_rule: artefact {art} lists seeds {listed}, which the rule adds only "
+                                    f"once it is read at {n}")
+        return f"read at {n} ({have[0]} vs {have[1]} in)", 0
+    alternative = _TESTS[spec.get("relation", ">")][0]
+    d = detectable_effect([a[s] for s in base[spec["a"]]], [b[s] for s in base[spec["b"]]],
+                          float(spec.get("alpha", 0.05)), 0.8, alternative)
+    if d > thr:
+        missing = len(set(add) - set(listed))
+        return (f"detectable {d:.2f} > {thr:g} at {n}: seeds {_seed_span(add)} added"
+                + (f" ({_seed_span(sorted(set(add) - set(listed)))} not in the artefact yet)" if missing else "")), missing
+    if listed: raise ValueError(f"primary_claim.seed_rule: artefact {art} lists seeds {listed}, which the rule does not add "
+                                f"(detectable {d:.2f} <= {thr:g} at {n})")
+    return f"detectable {d:.2f} ≤ {thr:g} at {n}: no seeds added", 0
 
 def check_claims(plan, runs_dir: str | Path, metric: str = "selected", claims=PAPER_CLAIMS, alpha: float = 0.05,
                  repeats: int = 4, by: str = "auto") -> pd.DataFrame:

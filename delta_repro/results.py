@@ -40,15 +40,15 @@ def fmt_estimate(effect, low=np.nan, high=np.nan, digits: int = 1) -> str:
 
 # %% ../nbs/09d_results.ipynb #28af9ef9
 OVERVIEW_COLUMNS = ("registered", "seeds", "DelTA − DAPO [95 % CI]", "p", "detectable", "within ± (90 % CI)",
-                    "TOST at the margin", "verdict")
+                    "TOST at the margin", "verdict", "seed rule")
 
 def claims_overview(claims: pd.DataFrame) -> pd.DataFrame:
     """One row of text per primary claim of `claims` (the rows of a `claims.csv` with `family` "primary"), indexed by
     claim, with `OVERVIEW_COLUMNS`: the registration date, "n vs n" seeds, the effect in points with its 95 % interval
     (2 decimals: these effects are fractions of a point), p (3 decimals), the detectable effect, the equivalence bound
-    and the TOST verdict (with the margin's note),
-    and the verdict; '—' where a number is missing (a study whose runs are not in). Raises `ValueError` when `claims`
-    lacks a column this needs."""
+    and the TOST verdict (with the margin's note), the verdict, and how the claim's registered rule for adding seeds
+    reads (`claims.seed_rule`); '—' where a number is missing (a study whose runs are not in). Raises `ValueError`
+    when `claims` lacks a column this needs."""
     need = {"claim", "family", "verdict", "effect", "ci_low", "ci_high", "p", "detectable", "n_a", "n_b"}
     missing = sorted(need - set(claims.columns))
     if missing: raise ValueError(f"claims: missing columns {missing} (a claims.csv of the App. K report has them)")
@@ -62,7 +62,8 @@ def claims_overview(claims: pd.DataFrame) -> pd.DataFrame:
         rows[r["claim"]] = [reg, n, fmt_estimate(r["effect"], r["ci_low"], r["ci_high"], 2),
                             f"{float(r['p']):.3f}" if _finite(r["p"]) else "—",
                             fmt_points(r["detectable"], 2, sign=False),
-                            fmt_points(r.get("equivalence_bound"), 2, sign=False), tost, r["verdict"]]
+                            fmt_points(r.get("equivalence_bound"), 2, sign=False), tost, r["verdict"],
+                            r.get("seed rule") if _finite_text(r.get("seed rule")) else "—"]
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(OVERVIEW_COLUMNS)).rename_axis("claim")
 
 def _finite_text(x) -> bool:

@@ -604,6 +604,60 @@ def test_study_pairs_hand_computed(tmp_path):
     assert title == "DelTA > DAPO: tiny-qwen3, 2 steps" and frame.equals(p)
 
 
+def test_the_registered_seed_rule_reads_the_spread_only_and_adds_its_seeds(tmp_path):
+    from delta_repro.claims import seed_rule
+    from delta_repro.evaluation import detectable_effect
+    last = {"DelTA": [2, 5, 8, 4, 8, 8], "DAPO": [3, 4, 6, 1, 0, 0]}  # correct of 8 at the last policy, per seed
+    def claims_of(seeds, rule, evaluated):
+        (where := tmp_path / f"plan{len(list(tmp_path.glob('plan*')))}").mkdir()
+        plan = _plan(where, seeds=seeds)
+        runs = where / "runs"  # the runs of this call only
+        plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
+                                         relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05, seed_rule=rule)
+        for rid, r in plan.runs.items():
+            if r.method in last and r.seed in evaluated:
+                _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+        return plan, runs
+    rule = {"detectable_above": 1.5, "add_seeds": [4, 5]}
+    # 3 of the 4 base seeds in: not read yet; the design stays 4 vs 4
+    plan, runs = claims_of((0, 1, 2, 3), rule, {0, 1, 2})
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert c["seed rule"] == "read at 4 vs 4 (3 vs 3 in)" and c["registered seeds"] == "4 vs 4"
+    # all 4 in: the spread of these scores puts the detectable effect far above 1.5 points, so seeds 4 and 5 are
+    # added and the verdict is an interim one of the 6 vs 6 design, until the artefact lists them and they are in
+    d = detectable_effect([100 * x / 8 for x in last["DelTA"][:4]], [100 * x / 8 for x in last["DAPO"][:4]], 0.05, 0.8, "greater")
+    assert 1.5 < d < float("inf")
+    plan, runs = claims_of((0, 1, 2, 3), rule, {0, 1, 2, 3})
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert c["seed rule"] == f"detectable {d:.2f} > 1.5 at 4 vs 4: seeds 4, 5 added (4, 5 not in the artefact yet)"
+    assert c["registered seeds"] == "6 vs 6" and c["verdict"].startswith("interim, 4 vs 4 of the registered 6 vs 6 seeds: ")
+    plan, runs = claims_of((0, 1, 2, 3, 4, 5), rule, {0, 1, 2, 3})
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert c["seed rule"] == f"detectable {d:.2f} > 1.5 at 4 vs 4: seeds 4, 5 added" and c["registered seeds"] == "6 vs 6"
+    plan, runs = claims_of((0, 1, 2, 3, 4, 5), rule, {0, 1, 2, 3, 4, 5})
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]  # read on the base seeds alone, whatever seeds 4 and 5 score
+    assert c["seed rule"] == f"detectable {d:.2f} > 1.5 at 4 vs 4: seeds 4, 5 added" and not c["verdict"].startswith("interim")
+    assert (c["n_a"], c["n_b"]) == (6, 6)
+    # a threshold above the detectable effect adds nothing; an artefact that lists seeds the rule did not add is refused
+    high = {"detectable_above": 1000, "add_seeds": [4, 5]}
+    plan, runs = claims_of((0, 1, 2, 3), high, {0, 1, 2, 3})
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert c["seed rule"] == f"detectable {d:.2f} ≤ 1000 at 4 vs 4: no seeds added" and c["registered seeds"] == "4 vs 4"
+    plan, runs = claims_of((0, 1, 2, 3, 4, 5), high, {0, 1, 2, 3})
+    with pytest.raises(ValueError, match="seed_rule: .* lists seeds \\[4, 5\\], which the rule does not add"):
+        primary_claim(plan, runs)
+    plan, runs = claims_of((0, 1, 2, 3, 4, 5), rule, {0, 1, 2})
+    with pytest.raises(ValueError, match="which the rule adds only once it is read at 4 vs 4"):
+        primary_claim(plan, runs)
+    # malformed rules name the key
+    for bad, says in (({"detectable_above": 1.5}, "needs exactly"), ({"detectable_above": -1, "add_seeds": [4]}, "detectable_above"),
+                      ({"detectable_above": True, "add_seeds": [4]}, "detectable_above"),
+                      ({"detectable_above": 1.5, "add_seeds": [4, 4]}, "add_seeds"), ({"detectable_above": 1.5, "add_seeds": [True]}, "add_seeds"),
+                      ({"detectable_above": 1.5, "add_seeds": []}, "add_seeds"), ("add four", "needs exactly")):
+        with pytest.raises(ValueError, match=f"primary_claim.seed_rule.*{says}"):
+            seed_rule(plan, {**plan.raw["primary_claim"], "seed_rule": bad}, {}, {})
+
+
 def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_interim(tmp_path):
     plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
