@@ -6,7 +6,8 @@ bands, and a conclusion written from those numbers."""
 
 # %% auto #0
 __all__ = ['OVERVIEW_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 'method_gaps', 'plot_gaps', 'study_curves',
-           'primary_study_curves', 'plot_study_curves', 'study_pairs', 'primary_study_pairs', 'conclusion']
+           'primary_study_curves', 'plot_study_curves', 'study_pairs', 'primary_study_pairs', 'study_report',
+           'study_text', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
 import json
@@ -245,6 +246,61 @@ def primary_study_pairs(plan, runs_dir: str | Path) -> dict:
         out[f"{spec['claim']}: {run.backbone}, {run.steps} steps"] = study_pairs(
             plan, runs_dir, spec["artefact"], spec["a"], spec["b"], spec.get("benchmarks"))
     return out
+
+def study_report(plan, runs_dir: str | Path, artefact: str) -> dict:
+    """Everything the report page of a pre-registered study shows, for the primary claim (`claims.primary_claim`)
+    that reads `artefact`: {} when none does; else `spec` (the claim as registered in the plan), `row` (its
+    `primary_claim` row, a Series), `pairs` (`study_pairs`), `curves` (`study_curves`, b then a), `learning` (did RL
+    learn: `claims.learning_summary` at the last policy for its backbone, the rows of its two methods), `hours` (the
+    hours of training of the study's finished runs, summed over both methods: `_training_hours`) and `runs` (how
+    many of its runs have finished). Raises `ValueError` for an artefact not in the plan."""
+    from .claims import learning_summary, primary_claim
+    if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
+    specs = [s for s in _claim_specs(plan.raw.get("primary_claim") or []) if s["artefact"] == artefact]
+    if not specs: return {}
+    spec = specs[0]
+    run = plan.runs[plan.artefact_runs[artefact][0]]
+    done = [r for m in (spec["a"], spec["b"]) for r in method_runs(plan, artefact, m) if (Path(runs_dir) / r / "DONE").exists()]
+    learning = learning_summary(plan, runs_dir, "last", backbones=[run.backbone])
+    if len(learning):
+        learning = learning[learning.index.get_level_values("method").isin([spec["a"], spec["b"]])]
+    return dict(spec=spec, row=primary_claim(plan, runs_dir).loc[spec["claim"]],
+                pairs=study_pairs(plan, runs_dir, artefact, spec["a"], spec["b"], spec.get("benchmarks")),
+                curves=study_curves(plan, runs_dir, artefact, (spec["b"], spec["a"])), learning=learning,
+                hours=float(sum(_training_hours(_log_history(Path(runs_dir) / r)) for r in done)) if done else np.nan,
+                runs=len(done))
+
+def study_text(study: dict) -> str:
+    """The study of `study_report` in words (Markdown): the claim and its registration, the verdict with the effect,
+    its interval and pairing, p, the detectable effect, the equivalence reading and the seed rule; what RL gained
+    over the warm start per method; how far apart the methods write (identical completions) and the step-size
+    confound (DelTA's multiplier); the hours of training. Every number is read from `study`; a study without
+    evaluated seeds says so. Raises `ValueError` for an empty `study`."""
+    if not study: raise ValueError("study: empty (the artefact is no primary claim's)")
+    spec, r, pairs = study["spec"], study["row"], study["pairs"]
+    a, b = spec["a"], spec["b"]
+    lines = [f"**{spec['claim']}**, registered {spec.get('registered', '—')}: {r['verdict']}."]
+    if _finite(r.get("effect")):
+        lines.append(f"{a} − {b} = {fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} points (95 % CI, "
+                     f"{r['interval']}), p = {float(r['p']):.3f} over {r['design']}, detectable "
+                     f"{fmt_points(r['detectable'], 2, sign=False)} points (registered design {r['registered seeds']}).")
+        if _finite(r.get("equivalence_bound")):
+            lines.append(f"Equivalence: the 90 % interval bounds the difference within ±{float(r['equivalence_bound']):.2f} "
+                         f"points; at the registered margin: {r['tost']}.")
+    if _finite_text(r.get("seed rule")): lines.append(f"Seed rule: {r['seed rule']}.")
+    gains = [f"{m} {fmt_estimate(g['gain'], g['gain low'], g['gain high'])} points over the warm start "
+             f"({float(g['warm start']):.2f} %)" for (_, _, m), g in study["learning"].iterrows()] if len(study["learning"]) else []
+    if gains: lines.append("Did RL learn (last policy, paired by problem): " + "; ".join(gains) + ".")
+    if len(pairs):
+        mult = pairs[f"{a} multiplier"]
+        lines.append(f"Seed by seed, {pairs['identical'].min():.2f} to {pairs['identical'].max():.2f} % of the held-out "
+                     f"completions of {a} and {b} are the same text; {a}'s step multiplier is {mult.min():.2f} to "
+                     f"{mult.max():.2f} ({b}'s is 1), so it also takes larger steps: a confound of any difference.")
+    if _finite(study.get("hours")):
+        lines.append(f"Training took {study['hours']:.1f} hours summed over its {study['runs']} finished runs (logged "
+                     "step times; runs trained side by side overlap in wall time; loading, checkpoints and evaluation not counted).")
+    return "\n\n".join(lines)
+
 
 # %% ../nbs/09d_results.ipynb #8480ad8a
 def conclusion(overview: pd.DataFrame, gaps: pd.DataFrame) -> str:

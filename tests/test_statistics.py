@@ -658,6 +658,38 @@ def test_the_registered_seed_rule_reads_the_spread_only_and_adds_its_seeds(tmp_p
             seed_rule(plan, {**plan.raw["primary_claim"], "seed_rule": bad}, {}, {})
 
 
+def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
+    from delta_repro.results import study_report, study_text
+    plan = _plan(tmp_path, seeds=(0, 1, 2))
+    runs = tmp_path / "runs"
+    plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO", relation=">",
+                                     checkpoint="last", benchmarks=["held"], alpha=0.05, registered="2026-12-04",
+                                     equivalence_margin=2.0)
+    assert study_report(plan, runs, "table1_main") == {}  # no primary claim reads it
+    with pytest.raises(ValueError, match="artefact"):
+        study_report(plan, runs, "table99")
+    with pytest.raises(ValueError, match="study"):
+        study_text({})
+    last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4]}  # of 8 correct, per seed
+    for rid, r in plan.runs.items():
+        if r.method in last:
+            _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+            (runs / rid / "log_history.json").write_text(json.dumps(
+                [{"credit/step_multiplier": 1.1 if r.method == "DelTA" else 1.0, "step_time": 1800.0}] * 2))
+    _run(runs, warm_start_dir(runs, "tiny-qwen3", "math").name, "warm start", 0, 2)  # 25 % held out
+    st = study_report(plan, runs, "appK_significance")
+    assert set(st) == {"spec", "row", "pairs", "curves", "learning", "hours", "runs"}
+    assert st["spec"]["claim"] == "DelTA > DAPO" and st["row"]["effect"] == pytest.approx(50.0)  # 87.5 - 37.5
+    assert list(st["pairs"].index) == [0, 1, 2] and set(st["curves"]["method"]) == {"DelTA", "DAPO"}
+    assert sorted(st["learning"].index.get_level_values("method")) == ["DAPO", "DelTA"]
+    # each of the 6 runs of the two methods logged 2 x 1800 s of steps; the other methods' runs are not the study's
+    assert st["runs"] == 6 and st["hours"] == pytest.approx(6.0)
+    text = study_text(st)
+    assert text.startswith("**DelTA > DAPO**, registered 2026-12-04: ") and "+50.00 [" in text and "over 3 vs 3 seeds" in text
+    assert "DelTA +62.5 [" in text and "DAPO +12.5 [" in text and "(25.00 %)" in text  # gains over the warm start
+    assert "step multiplier is 1.10 to 1.10" in text and "Training took 6.0 hours summed over its 6 finished runs" in text
+
+
 def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_interim(tmp_path):
     plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
