@@ -8,8 +8,9 @@ relative path of the repository (papermill's injected parameters hold absolute p
 `parameters` cell where papermill injected the real ones after it (a reader sees the parameters the report ran with,
 not the smoke profile's defaults), with a title of its own where one notebook makes several pages (the comparison
 tables: `reporting.report_title`, from the plan in ROOT/configs/<profile>.yaml), and without the execution metadata
-(times, kernel details) that nbdev-clean drops everywhere else, so that a regenerated report differs from the committed
-one only where its results differ."""
+(times, kernel details) that nbdev-clean drops everywhere else, and with a fixed id for papermill's injected-parameters
+cell (papermill draws a random one each run), so that a regenerated report differs from the committed one only where
+its results differ."""
 import ast
 import json
 import subprocess
@@ -47,6 +48,7 @@ def publish(src: Path, dest: Path, root: str) -> Path:
     injected = next((c for c in nb["cells"] if "injected-parameters" in _tags(c)), None)
     if injected is not None:  # the real parameters follow the defaults: show only those
         nb["cells"] = [c for c in nb["cells"] if "parameters" not in _tags(c)]
+        injected["id"] = "injected-parameters"  # papermill draws a new random id each run: one fixed id instead
         first = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
         if first is not None and "".join(first["source"]).startswith(SHARED_TITLE):
             title = page_title(_parameters(injected), root)
