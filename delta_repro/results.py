@@ -292,10 +292,13 @@ def study_text(study: dict) -> str:
              f"({float(g['warm start']):.2f} %)" for (_, _, m), g in study["learning"].iterrows()] if len(study["learning"]) else []
     if gains: lines.append("Did RL learn (last policy, paired by problem): " + "; ".join(gains) + ".")
     if len(pairs):
-        mult = pairs[f"{a} multiplier"]
+        mult, ref = pairs[f"{a} multiplier"], pairs[f"{b} multiplier"]
+        steps = ("" if not (mult.notna().any() and ref.notna().any()) else
+                 f"; {a}'s step multiplier is {mult.min():.2f} to {mult.max():.2f} ({b}'s {ref.min():.2f} to {ref.max():.2f})"
+                 + (f", so {a} also takes larger steps: a confound of any difference" if mult.min() > ref.max() else
+                    f", so {a} also takes smaller steps: a confound of any difference" if mult.max() < ref.min() else ""))
         lines.append(f"Seed by seed, {pairs['identical'].min():.2f} to {pairs['identical'].max():.2f} % of the held-out "
-                     f"completions of {a} and {b} are the same text; {a}'s step multiplier is {mult.min():.2f} to "
-                     f"{mult.max():.2f} ({b}'s is 1), so it also takes larger steps: a confound of any difference.")
+                     f"completions of {a} and {b} are the same text{steps}.")
     if _finite(study.get("hours")):
         lines.append(f"Training took {study['hours']:.1f} hours summed over its {study['runs']} finished runs (logged "
                      "step times; runs trained side by side overlap in wall time; loading, checkpoints and evaluation not counted).")

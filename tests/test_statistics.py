@@ -687,7 +687,8 @@ def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
     text = study_text(st)
     assert text.startswith("**DelTA > DAPO**, registered 2026-12-04: ") and "+50.00 [" in text and "over 3 vs 3 seeds" in text
     assert "DelTA +62.5 [" in text and "DAPO +12.5 [" in text and "(25.00 %)" in text  # gains over the warm start
-    assert "step multiplier is 1.10 to 1.10" in text and "Training took 6.0 hours summed over its 6 finished runs" in text
+    assert "step multiplier is 1.10 to 1.10 (DAPO's 1.00 to 1.00), so DelTA also takes larger steps" in text
+    assert "Training took 6.0 hours summed over its 6 finished runs" in text
 
 
 def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_interim(tmp_path):
