@@ -274,7 +274,8 @@ def study_text(study: dict) -> str:
     """The study of `study_report` in words (Markdown): the claim and its registration, the verdict with the effect,
     its interval and pairing, p, the detectable effect, the equivalence reading and the seed rule; what RL gained
     over the warm start per method; how far apart the methods write (identical completions) and the step-size
-    confound (DelTA's multiplier); the hours of training. Every number is read from `study`; a study without
+    confound (DelTA's multiplier); the seed-to-seed SD (ddof 1, over the seeds both methods have); the hours of
+    training. Every number is read from `study`; a study without
     evaluated seeds says so. Raises `ValueError` for an empty `study`."""
     if not study: raise ValueError("study: empty (the artefact is no primary claim's)")
     spec, r, pairs = study["spec"], study["row"], study["pairs"]
@@ -299,6 +300,10 @@ def study_text(study: dict) -> str:
                     f", so {a} also takes smaller steps: a confound of any difference" if mult.max() < ref.min() else ""))
         lines.append(f"Seed by seed, {pairs['identical'].min():.2f} to {pairs['identical'].max():.2f} % of the held-out "
                      f"completions of {a} and {b} are the same text{steps}.")
+        if len(pairs) >= 2:
+            sd = {m: float(pairs[m].std(ddof=1)) for m in (a, b)}
+            lines.append(f"Seed-to-seed SD of the held-out accuracy: {a} {sd[a]:.2f}, {b} {sd[b]:.2f} points (pooled "
+                         f"{np.sqrt((sd[a] ** 2 + sd[b] ** 2) / 2):.2f}, over the {len(pairs)} seeds both have).")
     if _finite(study.get("hours")):
         lines.append(f"Training took {study['hours']:.1f} hours summed over its {study['runs']} finished runs (logged "
                      "step times; runs trained side by side overlap in wall time; loading, checkpoints and evaluation not counted).")

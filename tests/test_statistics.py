@@ -689,6 +689,8 @@ def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
     assert "DelTA +62.5 [" in text and "DAPO +12.5 [" in text and "(25.00 %)" in text  # gains over the warm start
     assert "step multiplier is 1.10 to 1.10 (DAPO's 1.00 to 1.00), so DelTA also takes larger steps" in text
     assert "Training took 6.0 hours summed over its 6 finished runs" in text
+    # seeds' accuracies 75, 87.5, 100 and 25, 37.5, 50: SD 12.5 each (ddof 1), pooled 12.5
+    assert "SD of the held-out accuracy: DelTA 12.50, DAPO 12.50 points (pooled 12.50, over the 3 seeds both have)" in text
 
 
 def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_interim(tmp_path):
