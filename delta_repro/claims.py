@@ -468,9 +468,9 @@ def seed_rule(plan, spec: dict, a: dict, b: dict) -> tuple[str, int]:
     d = detectable_effect([a[s] for s in base[spec["a"]]], [b[s] for s in base[spec["b"]]],
                           float(spec.get("alpha", 0.05)), 0.8, alternative)
     if d > thr:
-        missing = len(set(add) - set(listed))
+        missing = sorted(set(add) - set(listed))
         return (f"detectable {d:.2f} > {thr:g} at {n}: seeds {_seed_span(add)} added"
-                + (f" ({_seed_span(sorted(set(add) - set(listed)))} not in the artefact yet)" if missing else "")), missing
+                + (f" ({_seed_span(missing)} not in the artefact yet)" if missing else "")), len(missing)
     if listed: raise ValueError(f"primary_claim.seed_rule: artefact {art} lists seeds {listed}, which the rule does not add "
                                 f"(detectable {d:.2f} <= {thr:g} at {n})")
     return f"detectable {d:.2f} ≤ {thr:g} at {n}: no seeds added", 0

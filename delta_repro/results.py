@@ -250,11 +250,11 @@ def primary_study_pairs(plan, runs_dir: str | Path) -> dict:
 def study_report(plan, runs_dir: str | Path, artefact: str) -> dict:
     """Everything the report page of a pre-registered study shows, for the primary claim (`claims.primary_claim`)
     that reads `artefact`: {} when none does; else `spec` (the claim as registered in the plan), `row` (its
-    `primary_claim` row, a Series), `pairs` (`study_pairs`), `curves` (`study_curves`, b then a), `learning` (did RL
+    `primary_claim` row, a Series, computed for this claim alone), `pairs` (`study_pairs`), `curves` (`study_curves`, b then a), `learning` (did RL
     learn: `claims.learning_summary` at the last policy for its backbone, the rows of its two methods), `hours` (the
     hours of training of the study's finished runs, summed over both methods: `_training_hours`) and `runs` (how
     many of its runs have finished). Raises `ValueError` for an artefact not in the plan."""
-    from .claims import learning_summary, primary_claim
+    from .claims import _primary_row, learning_summary
     if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
     specs = [s for s in _claim_specs(plan.raw.get("primary_claim") or []) if s["artefact"] == artefact]
     if not specs: return {}
@@ -264,7 +264,7 @@ def study_report(plan, runs_dir: str | Path, artefact: str) -> dict:
     learning = learning_summary(plan, runs_dir, "last", backbones=[run.backbone])
     if len(learning):
         learning = learning[learning.index.get_level_values("method").isin([spec["a"], spec["b"]])]
-    return dict(spec=spec, row=primary_claim(plan, runs_dir).loc[spec["claim"]],
+    return dict(spec=spec, row=pd.Series(_primary_row(plan, runs_dir, spec)),  # this claim only, not every one
                 pairs=study_pairs(plan, runs_dir, artefact, spec["a"], spec["b"], spec.get("benchmarks")),
                 curves=study_curves(plan, runs_dir, artefact, (spec["b"], spec["a"])), learning=learning,
                 hours=float(sum(_training_hours(_log_history(Path(runs_dir) / r)) for r in done)) if done else np.nan,
