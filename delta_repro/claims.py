@@ -264,7 +264,7 @@ def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.0
                              f"rows for {len(a_scores)} and {len(b_scores)} scores")
         pd_ = paired_difference(a_problems, b_problems, alternative, paired_seeds=paired_seeds)
         effect, lo, hi, p_problems = pd_["effect"], pd_["low"], pd_["high"], pd_["p_wilcoxon"]
-        interval = "paired by problem" + (" and seed" if paired_seeds else "") + f" ({pd_['problems']} problems)"
+        interval = "paired by problem" + (" and seed" if paired_seeds else "") + f" over {pd_['problems']} problems"
     else:
         (effect, lo, hi), p_problems, interval = difference_ci(a_scores, b_scores), float("nan"), f"over {unit}"
     p_min = smallest_p(s["n_a"], s["n_b"], alternative)

@@ -84,7 +84,10 @@ def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
     ("graders.py", ["--timeout", "0"], "--timeout"), ("graders.py", ["--batch", "0"], "--batch"),
     ("graders.py", ["--math-budget", "nan"], "--math-budget"), ("graders.py", ["--budget-batch", "0"], "--budget-batch"),
     ("smollm2_speed.py", ["--steps", "0"], "--steps"), ("smollm2_speed.py", ["--problems", "-1"], "--problems"),
-    ("smollm2_speed.py", ["--out", "benchmarks/results/cpu_smollm2_speed_2026-12-04"], "never overwritten")])
+    ("smollm2_speed.py", ["--out", "benchmarks/results/cpu_smollm2_speed_2026-12-04"], "never overwritten"),
+    ("regrade.py", ["--json", "README.md"], "never overwritten"), ("regrade.py", ["--examples", "-1"], "--examples"),
+    ("regrade.py", ["--profile", "nonsense"], "--profile"),
+    ("regrade.py", ["--runs-dir", "tests", "--match", "no-such-run"], "--match")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)
@@ -144,3 +147,25 @@ def test_memory_benchmark_computes_every_option_at_both_shapes_and_measures_them
     refuse = subprocess.run([sys.executable, "benchmarks/memory.py", "--no-measure", "--json", "README.md"], cwd=ROOT,
                             capture_output=True, text=True)
     assert refuse.returncode == 2 and "never overwritten" in refuse.stderr
+
+
+def test_regrade_finds_exactly_the_stored_grades_todays_grader_changes(tmp_path):
+    """Stored grades of three held-out problems (a right answer, a wrong one, and a right one stored as wrong): only the
+    third is reported changed, with its stored and new grades; a column older runs lack is not compared."""
+    import pandas as pd
+    from delta_repro.experiments import load_plan, task_sets
+    _, evals, _ = task_sets(load_plan(ROOT / "configs/cpu.yaml"), "math")
+    rows = list(evals["chain_sum-heldout"].select(range(3)))
+    run = tmp_path / "tiny-qwen3__math__DAPO__s0"
+    run.mkdir()
+    def wrong(a): return str(int(a) + 1)
+    done = [f"so \\boxed{{{rows[0]['answer']}}}", f"so \\boxed{{{wrong(rows[1]['answer'])}}}", f"so \\boxed{{{rows[2]['answer']}}}"]
+    pd.DataFrame(dict(benchmark="chain_sum-heldout", problem_id=[r["problem_id"] for r in rows], completion=done,
+                      correct=[True, False, False], parseable=True)).to_csv(run / "eval_final.csv", index=False)
+    res = subprocess.run([sys.executable, "benchmarks/regrade.py", "--runs-dir", str(tmp_path), "--json",
+                          str(tmp_path / "r.json")], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["by_backbone"]["tiny-qwen3"] == {"completions": 3, "correct": 1}
+    (ex,) = r["runs"][str(run / "eval_final.csv")]["examples"]
+    assert ex["problem_id"] == rows[2]["problem_id"] and ex["stored"] == [False, True, None] and ex["new"] == [True, True, True]

@@ -241,7 +241,7 @@ def test_primary_claim_and_the_last_policy_hand_computed(tmp_path):
     c = primary_claim(plan, runs).loc["DelTA > DAPO"]
     assert (c["family"], c["metric"], c["benchmarks"]) == ("primary", "last", "held")
     assert c["effect"] == pytest.approx(50.0) and c["p"] == pytest.approx(0.05) and c["p_holm"] == c["p"]  # alone
-    assert c["interval"] == "paired by problem and seed (4 problems)" and c["ci_low"] <= 50.0 <= c["ci_high"]
+    assert c["interval"] == "paired by problem and seed over 4 problems" and c["ci_low"] <= 50.0 <= c["ci_high"]
     assert 0 < c["p_problems"] < 1 and c["verdict"] == "not testable with 3 vs 3 seeds"  # 3 vs 3 floor: p = 1/20
     assert c["registered seeds"] == "3 vs 3"  # every registered seed is in: the verdict is not an interim one
     assert check_claims(plan, runs).loc["DelTA > DAPO", "effect"] == pytest.approx(0.0)  # selected: 4 of 8 for both
