@@ -19,7 +19,7 @@ import pandas as pd
 from .evaluation import (detectable_effect, difference_ci, estimate_text, holm, load_results, mean_ci,
                                     paired_difference, significance, smallest_p)
 from .scores import (_eval_file, _problem_means, _problem_series, problem_matrix, report_benchmarks,
-                                run_scores, seed_problems, seed_scores, warm_start_accuracy, warm_start_dir)
+                                log_history, run_scores, seed_problems, seed_scores, warm_start_accuracy, warm_start_dir)
 
 # %% ../nbs/09b_claims.ipynb #b9c1a005
 def gain_ci(after, warm, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> dict:
@@ -128,9 +128,7 @@ def credit_summary(plan, artefact: str, runs_dir: str | Path, reference: str = "
     for m in methods:
         per_seed = []
         for rid in _runs_of(plan, artefact, m):
-            f = Path(runs_dir) / rid / "log_history.json"
-            if not f.exists(): continue
-            logged = pd.DataFrame([{k: h[k] for k in CREDIT_COLUMNS if k in h} for h in json.loads(f.read_text())
+            logged = pd.DataFrame([{k: h[k] for k in CREDIT_COLUMNS if k in h} for h in log_history(Path(runs_dir) / rid)
                                    if any(k in h for k in CREDIT_COLUMNS)], columns=list(CREDIT_COLUMNS))
             agg = {k: "min" if k.endswith("min") else "max" if k.endswith("max") else "mean" for k in CREDIT_COLUMNS}
             if len(logged): per_seed.append(logged.astype(float).agg(agg))

@@ -31,7 +31,7 @@ from .evaluation import difference_ci, estimate_text, paired_difference
 from .scores import (  # re-exported: importable from delta_repro.reporting as before the split
     paper_results, PAPER_METHODS, method_summary, artefact_eval_paths, run_scores, METRICS,
     report_benchmarks, learning_curve, curve_auc, method_runs, seed_problems, seed_scores,
-    problem_matrix, warm_start_dir, warm_start_accuracy)
+    problem_matrix, warm_start_dir, warm_start_accuracy, log_history)
 from delta_repro.claims import (  # re-exported: importable from delta_repro.reporting as before the split
     gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, step_size_confounds, credit_text,
     evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims,
@@ -65,9 +65,7 @@ def training_logs(plan, artefact: str, runs_dir: str | Path) -> pd.DataFrame:
     logged optimizer step. Raises `ValueError` for an unknown artefact."""
     rows = []
     for rid in _method_run_ids(plan, artefact):
-        f = Path(runs_dir) / rid / "log_history.json"
-        if not f.exists(): continue
-        for h in json.loads(f.read_text()):
+        for h in log_history(Path(runs_dir) / rid):
             if "reward" in h:
                 rows.append(dict(method=plan.runs[rid].method, seed=plan.runs[rid].seed, step=h["step"], reward=h["reward"],
                                  length=h.get("completions/mean_length"), entropy=h.get("entropy")))

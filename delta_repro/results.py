@@ -10,7 +10,6 @@ __all__ = ['OVERVIEW_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 
            'study_text', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import pandas as pd
 from .evaluation import completion_agreement, load_results, mean_ci
 from .claims import _claim_specs
 from .reporting import REPORT_TABLES, _delta_interval, paper_averages
-from .scores import learning_curve, method_runs, report_benchmarks, seed_problems
+from .scores import learning_curve, log_history, method_runs, report_benchmarks, seed_problems
 
 # %% ../nbs/09d_results.ipynb #1de31643
 def _finite(x) -> bool:
@@ -189,11 +188,6 @@ def plot_study_curves(curves: dict, ylabel: str = "selection-set accuracy, %"):
     return fig
 
 # %% ../nbs/09d_results.ipynb #e1d1bdf8
-def _log_history(run_dir: Path) -> list:
-    "A run's `log_history.json` (a list of logged dicts); empty when the file is missing."
-    f = Path(run_dir) / "log_history.json"
-    return json.loads(f.read_text()) if f.exists() else []
-
 def _logged(history: list, key: str, how=np.mean) -> float:
     "`how` (mean, sum, ...) of a metric over the entries of a log history that log it finite; NaN when none does."
     vals = [float(h[key]) for h in history if key in h and _finite(h[key])]
@@ -229,7 +223,7 @@ def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: 
     for s in sorted(set(acc[a]) & set(acc[b])):
         d = {m: Path(runs_dir) / ids[m][s] for m in (a, b)}
         ev = {m: load_results(d[m] / "eval_final.csv") for m in (a, b)}
-        log = {m: _log_history(d[m]) for m in (a, b)}
+        log = {m: log_history(d[m]) for m in (a, b)}
         agree = completion_agreement(*(ev[m][ev[m]["benchmark"].isin(bench)] for m in (a, b)))
         x, y = float(acc[a][s].mean()), float(acc[b][s].mean())
         rows[s] = [x, y, x - y, 100 * agree["identical"], 100 * agree["same_correctness"],
@@ -267,7 +261,7 @@ def study_report(plan, runs_dir: str | Path, artefact: str) -> dict:
     return dict(spec=spec, row=pd.Series(_primary_row(plan, runs_dir, spec)),  # this claim only, not every one
                 pairs=study_pairs(plan, runs_dir, artefact, spec["a"], spec["b"], spec.get("benchmarks")),
                 curves=study_curves(plan, runs_dir, artefact, (spec["b"], spec["a"])), learning=learning,
-                hours=float(sum(_training_hours(_log_history(Path(runs_dir) / r)) for r in done)) if done else np.nan,
+                hours=float(sum(_training_hours(log_history(Path(runs_dir) / r)) for r in done)) if done else np.nan,
                 runs=len(done))
 
 def study_text(study: dict) -> str:

@@ -5,8 +5,8 @@ learning curve and the warm start, read back from the runs' evaluation files."""
 
 # %% auto #0
 __all__ = ['PAPER_METHODS', 'METRICS', 'paper_results', 'method_summary', 'artefact_eval_paths', 'run_scores',
-           'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
-           'problem_matrix', 'warm_start_dir', 'warm_start_accuracy']
+           'report_benchmarks', 'learning_curve', 'log_history', 'curve_auc', 'method_runs', 'seed_problems',
+           'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy']
 
 # %% ../nbs/09a_scores.ipynb #a9e1c003
 import importlib.resources
@@ -111,6 +111,14 @@ def learning_curve(run_dir: str | Path) -> pd.DataFrame:
     "The selection-set accuracy (%) of a finished run at each evaluated step (columns step, accuracy), from `DONE`."
     meta = json.loads((Path(run_dir) / "DONE").read_text())
     return pd.DataFrame(meta.get("selection") or [], columns=["step", "accuracy"]).sort_values("step", ignore_index=True)
+
+def log_history(run_dir: str | Path) -> list[dict]:
+    """What TRL logged during a run (`trainer.state.log_history`, saved as `log_history.json`): one dict per logged
+    step (step, loss, reward, step_time, the `credit/*` and `math/*` metrics, ...), every segment of a resumed run
+    included; empty when the run has not written it (unfinished, or older than the file). The one reader of it for
+    the reports (`claims.credit_summary`, `reporting.training_logs`, `results.study_pairs`)."""
+    f = Path(run_dir) / "log_history.json"
+    return json.loads(f.read_text()) if f.exists() else []
 
 def curve_auc(curve: pd.DataFrame) -> float | None:
     """Normalised area under a learning curve (trapezoids over its steps, divided by the step span): the mean
