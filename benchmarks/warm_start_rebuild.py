@@ -1,0 +1,100 @@
+"""Does this machine rebuild the warm start the archived runs started from? Evaluate the warm start built here
+(from the cache, or trained now by `models.warm_start` exactly as a run does) as `experiments.evaluate_warm_start`
+does, and compare with the archived warm-start evaluation of the same plan.
+
+    python benchmarks/warm_start_rebuild.py --profile cpu --backbone smollm2-long --task math \
+        --out benchmarks/results/cpu-warm-start-rebuild-2026-12-05
+
+Only the weights are kept out of the archive (about 540 MB for SmolLM2), so a run trained on a new machine starts
+from a warm start rebuilt there. Its recipe is fixed (the plan's data, steps, learning rate, seed; float32 SFT), but
+its floating-point detail depends on the CPU's kernels, and a sampled completion follows every last bit of the
+weights. This script says how far the rebuilt warm start is from the archived one, in the terms the study reads: the
+share of identical completions (same problem, sample and sampling seed), and the accuracy of both with the
+difference paired by problem (`evaluation.paired_difference`, the two sampled completions per problem averaged).
+
+Writes `<out>/warm_start_rebuild.json` and `.md` (per benchmark: identical share, lenient and strict accuracy of each,
+the paired difference with its 95 % interval and Wilcoxon p) and prints the table; also records the warm start's
+cache directory, the sha256 of its weights and the CPU capability torch dispatches to. Never overwrites an existing
+`<out>` file. Refuses (exit 2, naming the argument) a missing profile, backbone, task or archived evaluation."""
+import argparse
+import hashlib
+import json
+import platform
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from delta_repro.evaluation import completion_agreement, load_results, paired_difference
+from delta_repro.experiments import build_backbone, evaluate_warm_start, load_plan
+from delta_repro.scores import warm_start_dir
+
+
+def per_problem(df: pd.DataFrame, col: str) -> pd.Series:
+    "Accuracy (%) of each problem, the mean over its sampled completions, indexed by problem_id."
+    return df.groupby("problem_id")[col].mean().astype(float) * 100
+
+
+def compare(old: pd.DataFrame, new: pd.DataFrame) -> list[dict]:
+    "One row per benchmark: identical completions, accuracies of both and the paired difference (new − old)."
+    rows = []
+    for bench in sorted(set(old["benchmark"]) & set(new["benchmark"])):
+        o, n = old[old["benchmark"] == bench], new[new["benchmark"] == bench]
+        agree = completion_agreement(o, n)
+        row = dict(benchmark=bench, completions=agree["rows"], identical=round(agree["identical"], 4))
+        for col in ("lenient", "correct"):
+            po, pn = per_problem(o, col), per_problem(n, col)
+            po, pn = po.align(pn, join="inner")
+            d = paired_difference(pn.values[None, :], po.values[None, :], alternative="two-sided")
+            row.update({f"{col}_archived": round(float(po.mean()), 2), f"{col}_rebuilt": round(float(pn.mean()), 2),
+                        f"{col}_difference": round(d["effect"], 2),
+                        f"{col}_ci95": [round(d["low"], 2), round(d["high"], 2)], f"{col}_p_wilcoxon": round(d["p_wilcoxon"], 4)})
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", default="cpu")
+    ap.add_argument("--backbone", default="smollm2-long")
+    ap.add_argument("--task", default="math")
+    ap.add_argument("--runs-dir", default=None, help="default: runs/<profile>/runs (reproduce.sh restores the archive there)")
+    ap.add_argument("--out", default=None, help="a folder for warm_start_rebuild.json and .md (default: print only)")
+    a = ap.parse_args()
+    if not Path(f"configs/{a.profile}.yaml").is_file(): ap.error(f"--profile: no configs/{a.profile}.yaml")
+    plan = load_plan(f"configs/{a.profile}.yaml")
+    if a.backbone not in plan.raw["backbones"]: ap.error(f"--backbone: {a.backbone!r} is not in configs/{a.profile}.yaml")
+    if a.task not in plan.raw["tasks"]: ap.error(f"--task: {a.task!r} is not in configs/{a.profile}.yaml")
+    if a.out and any((Path(a.out) / n).exists() for n in ("warm_start_rebuild.json", "warm_start_rebuild.md")):
+        ap.error(f"--out {a.out} holds results already: earlier results are never overwritten")
+    runs = Path(a.runs_dir or f"runs/{a.profile}/runs")
+    archived = warm_start_dir(runs, a.backbone, a.task) / "eval.csv"
+    if not archived.exists():
+        ap.error(f"--runs-dir: no archived warm-start evaluation at {archived} (`python scripts/archive_runs.py "
+                 f"--profile {a.profile} --runs-dir {runs} --restore` puts it there)")
+    with tempfile.TemporaryDirectory() as tmp:
+        new = load_results(evaluate_warm_start(plan, a.backbone, a.task, tmp))
+    ws_path = Path(build_backbone(plan, a.backbone, a.task)[0].name_or_path)  # loaded from the warm start's cache folder
+    weights = ws_path / "model.safetensors"
+    info = dict(profile=a.profile, backbone=a.backbone, task=a.task, warm_start=ws_path.name,
+                weights_sha256=hashlib.sha256(weights.read_bytes()).hexdigest() if weights.exists() else None,
+                torch=torch.__version__, cpu_capability=torch.backends.cpu.get_cpu_capability(),
+                processor=platform.processor() or platform.machine(),
+                rows=compare(load_results(archived), new))
+    cols = ["benchmark", "completions", "identical", "lenient_archived", "lenient_rebuilt", "lenient_difference",
+            "lenient_ci95", "lenient_p_wilcoxon", "correct_archived", "correct_rebuilt"]
+    table = pd.DataFrame(info["rows"])[cols].to_markdown(index=False)
+    head = (f"Warm start of {a.backbone} / {a.task} rebuilt on this machine ({info['warm_start']}, weights sha256 "
+            f"{str(info['weights_sha256'])[:16]}…, torch {info['torch']}, CPU capability {info['cpu_capability']}) "
+            f"against the archived evaluation; differences are rebuilt − archived in points, 95 % interval paired by problem.")
+    print(head + "\n\n" + table)
+    if a.out:
+        out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
+        for name, text in (("warm_start_rebuild.json", json.dumps(info, indent=1)), ("warm_start_rebuild.md", head + "\n\n" + table + "\n")):
+            with open(out / name, "x") as f: f.write(text)  # "x": a file written meanwhile is not overwritten either
+
+
+if __name__ == "__main__":
+    main()
