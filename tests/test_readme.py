@@ -72,6 +72,9 @@ def headline_problems(text: str) -> list[str]:
         warm = re.search(rf"from a warm start at ({NUM}) %", gain["body"])
         if warm and not all(_same(warm[1], float(r["warm start"])) for r in rows.values()):
             problems.append(f"warm start: README {warm[1]}, {gain['file']} {[r['warm start'] for r in rows.values()]}")
+    study, spans = study_problems(text)
+    problems += study
+    covered += spans
     rest = text
     for a, b in sorted(covered, reverse=True):
         rest = rest[:a] + rest[b:]
@@ -79,6 +82,45 @@ def headline_problems(text: str) -> list[str]:
     if unchecked:
         problems.append(f"numbers the test does not check against a file: {unchecked}")
     return problems
+
+
+def study_problems(text: str) -> tuple[list[str], list[tuple]]:
+    """The SmolLM2 study's sentences of the result section (`text` on one line): its claim against the row
+    "DelTA > DAPO, SmolLM2-135M" of the file named (effect, interval, p, seeds, detectable, equivalence bound, verdict,
+    TOST reading), its gains against the smollm2-long rows, its agreement and step multipliers against the range of
+    the pairs file's rows. Returns (problems, the spans checked)."""
+    problems, spans = [], []
+    claim = re.search(rf"DelTA − DAPO on SmolLM2-135M, held-out accuracy of the last policy \(`(?P<file>[^`]+)`\): "
+                      rf"(?P<effect>{NUM}) points, 95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), p = (?P<p>{NUM}), (?P<na>\d+) "
+                      rf"vs (?P<nb>\d+) seeds, detectable (?P<det>{NUM}) points, within ±(?P<eq>{NUM}) points \(90 % "
+                      rf"interval\): (?P<verdict>[a-z ]+), and (?P<tost>[a-z ]+ ±{NUM})\.", text)
+    gain = re.search(rf"Gain of the SmolLM2 study over the warm start \(`(?P<file>[^`]+)`\): DelTA (?P<a>{NUM}) \((?P<alo>{NUM}) "
+                     rf"to (?P<ahi>{NUM})\), DAPO (?P<b>{NUM}) \((?P<blo>{NUM}) to (?P<bhi>{NUM})\), from a warm start at "
+                     rf"(?P<warm>{NUM}) %\.", text)
+    pairs = re.search(rf"Same held-out completions, seed by seed \(`(?P<file>[^`]+)`\): (?P<lo>{NUM}) to (?P<hi>{NUM}) %; "
+                      rf"DelTA's step multiplier (?P<mlo>{NUM}) to (?P<mhi>{NUM})", text)
+    if not (claim and gain and pairs):
+        return ["the SmolLM2 study's claim, gain or agreement sentence is missing or reworded"], []
+    (row,) = [r for r in _rows(claim["file"]) if r["claim"] == "DelTA > DAPO, SmolLM2-135M"]
+    for key, col in [("effect", "effect"), ("lo", "ci_low"), ("hi", "ci_high"), ("p", "p"), ("na", "n_a"), ("nb", "n_b"),
+                     ("det", "detectable"), ("eq", "equivalence_bound")]:
+        if not _same(claim[key], float(row[col])):
+            problems.append(f"SmolLM2 study {col}: README {claim[key]}, {claim['file']} {float(row[col]):.4f}")
+    for key, col in (("verdict", "verdict"), ("tost", "tost")):
+        if claim[key] != row[col]: problems.append(f"SmolLM2 study {col}: README '{claim[key]}', file '{row[col]}'")
+    rows = {r["method"]: r for r in _rows(gain["file"]) if r["backbone"] == "smollm2-long" and r["checkpoint"] == "last policy"}
+    for m, keys in (("DelTA", ("a", "alo", "ahi")), ("DAPO", ("b", "blo", "bhi"))):
+        for key, col in zip(keys, ("gain", "gain low", "gain high")):
+            if not _same(gain[key], float(rows[m][col])):
+                problems.append(f"SmolLM2 study {m} {col}: README {gain[key]}, {gain['file']} {float(rows[m][col]):.4f}")
+    if not all(_same(gain["warm"], float(r["warm start"])) for r in rows.values()):
+        problems.append(f"SmolLM2 study warm start: README {gain['warm']}")
+    seeds = [r for r in _rows(pairs["file"]) if r["study"].startswith("DelTA > DAPO, SmolLM2")]
+    for key, col, f in (("lo", "identical", min), ("hi", "identical", max), ("mlo", "DelTA multiplier", min),
+                        ("mhi", "DelTA multiplier", max)):
+        if not seeds or not _same(pairs[key], f(float(r[col]) for r in seeds)):
+            problems.append(f"SmolLM2 study {col} {f.__name__}: README {pairs[key]}")
+    return problems, [claim.span(), gain.span(), pairs.span()]
 
 
 def test_readme_first_screen():
@@ -106,6 +148,9 @@ def test_every_number_of_the_result_is_the_one_in_the_file_it_names():
     assert any("p:" in p for p in headline_problems(head.replace("p = 0.49", "p = 0.04")))
     assert any("warm start" in p for p in headline_problems(head.replace("69.7 %", "54.7 %")))
     assert any("does not check" in p for p in headline_problems(head + "\nDelTA wins by 4 points.\n"))
+    assert any("SmolLM2 study effect" in p for p in headline_problems(head.replace("−1.04 points", "−0.04 points")))
+    assert any("SmolLM2 study identical max" in p for p in headline_problems(head.replace("to 68.75 %", "to 98.75 %")))
+    assert any("SmolLM2 study tost" in p for p in headline_problems(head.replace("and equivalent within", "and not equivalent within")))
 
 
 def _named_paths(page: Path) -> list[str]:
