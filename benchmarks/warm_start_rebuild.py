@@ -17,18 +17,15 @@ the paired difference with its 95 % interval and Wilcoxon p) and prints the tabl
 cache directory, the sha256 of its weights and the CPU capability torch dispatches to. Never overwrites an existing
 `<out>` file. Refuses (exit 2, naming the argument) a missing profile, backbone, task or archived evaluation."""
 import argparse
-import hashlib
 import json
 import platform
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import torch
 
 from delta_repro.evaluation import completion_agreement, load_results, paired_difference
-from delta_repro.experiments import build_backbone, evaluate_warm_start, load_plan
+from delta_repro.experiments import build_backbone, evaluate_warm_start, load_plan, start_provenance
 from delta_repro.scores import warm_start_dir
 
 
@@ -76,11 +73,10 @@ def main() -> None:
                  f"--profile {a.profile} --runs-dir {runs} --restore` puts it there)")
     with tempfile.TemporaryDirectory() as tmp:
         new = load_results(evaluate_warm_start(plan, a.backbone, a.task, tmp))
-    ws_path = Path(build_backbone(plan, a.backbone, a.task)[0].name_or_path)  # loaded from the warm start's cache folder
-    weights = ws_path / "model.safetensors"
-    info = dict(profile=a.profile, backbone=a.backbone, task=a.task, warm_start=ws_path.name,
-                weights_sha256=hashlib.sha256(weights.read_bytes()).hexdigest() if weights.exists() else None,
-                torch=torch.__version__, cpu_capability=torch.backends.cpu.get_cpu_capability(),
+    # the record a run's DONE keeps (its folder, sha256, torch, CPU capability): loaded from the cache, not retrained
+    prov = start_provenance(build_backbone(plan, a.backbone, a.task)[0])
+    info = dict(profile=a.profile, backbone=a.backbone, task=a.task, warm_start=prov["start"],
+                weights_sha256=prov["start_sha256"], torch=prov["torch"], cpu_capability=prov["cpu_capability"],
                 processor=platform.processor() or platform.machine(),
                 rows=compare(load_results(archived), new))
     cols = ["benchmark", "completions", "identical", "lenient_archived", "lenient_rebuilt", "lenient_difference",
