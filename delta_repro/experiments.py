@@ -208,10 +208,18 @@ def load_plan(path: str | Path) -> Plan:
                              f"so its steps {steps} must be a multiple of selection.every {every} of backbone {spec['backbone']}")
         if spec.get("ood") and not raw["tasks"][spec["task"]].get("ood"):
             raise ValueError(f"plan {path}: artefact {name}: ood is set but task {spec['task']!r} has no 'ood' sets")
+        by_method = spec.get("seeds_by_method") or {}  # a subset of the seeds for some methods (a study's extra arms)
+        if not isinstance(by_method, dict) or set(by_method) - set(methods):
+            raise ValueError(f"plan {path}: artefact {name}: seeds_by_method must map methods of the artefact to seeds, "
+                             f"got {by_method!r}")
+        for m, sub in by_method.items():
+            if not (isinstance(sub, list) and sub and set(sub) <= set(seeds)):
+                raise ValueError(f"plan {path}: artefact {name}: seeds_by_method[{m!r}] must be a non-empty list of the "
+                                 f"artefact's seeds {seeds}, got {sub!r}")
         ids = []
         for m in methods:
             if m not in METHODS: raise ValueError(f"plan {path}: artefact {name}: unknown method {m!r}")
-            for s in seeds:
+            for s in by_method.get(m, seeds):
                 run = Run(m, spec["backbone"], spec["task"], int(s), steps)
                 plan.runs[run.run_id] = run
                 ids.append(run.run_id)

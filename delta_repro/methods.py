@@ -33,4 +33,7 @@ METHODS = {
     "Top-50%": dict(credit_assignment="token_selection", token_selection="top", token_selection_ratio=0.5),
     "Random-50%": dict(credit_assignment="token_selection", token_selection="random", token_selection_ratio=0.5),
     "Bottom-50%": dict(credit_assignment="token_selection", token_selection="bottom", token_selection_ratio=0.5),
+    # Diagnostics of the replication study (configs/cpu.yaml), not methods of the paper
+    "Placebo": dict(credit_assignment="constant", loss_type="dapo", loss_scale=1.15),
+    "Oracle premise": dict(credit_assignment="oracle", loss_type="dapo"),
 }

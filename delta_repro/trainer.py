@@ -24,6 +24,7 @@ from .coefficients import (DeltaConfig, DeltaCoefficients, StreamingDeltaEstimat
                                       delta_coefficients, random_coefficients)
 from .losses import future_kl_weights, token_selection_weights
 from .methods import METHODS
+from .oracle import oracle_scores, oracle_weights
 from .proxies import (backbone, capture_final_hidden_states, completion_proxies, lm_head_proxy,
                                  output_embedding, sample_completions, topk_hidden_proxy)
 
@@ -118,7 +119,7 @@ def plain_rl_run(
     return log
 
 # %% ../nbs/03_trainer.ipynb #493693e8
-CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection")
+CREDIT_ASSIGNMENTS = ("none", "delta", "random", "fipo", "token_selection", "constant", "oracle")
 PROXY_CACHES = ("memory", "host", "recompute")
 
 def _check_number(name: str, v, low: float, open_low: bool = False, integer: bool = False, allow_inf: bool = False,
@@ -138,7 +139,11 @@ class DeltaGRPOConfig(GRPOConfig):
 
     Raises `ValueError` naming the field for an invalid value."""
     credit_assignment: str = field(default="none", metadata={"help": "Token credit: 'none' (plain TRL loss_type), "
-        "'delta' (DelTA), 'random' (random λ, Table 4), 'fipo' (future-KL weights), 'token_selection' (Fig. 3-4)."})
+        "'delta' (DelTA), 'random' (random λ, Table 4), 'fipo' (future-KL weights), 'token_selection' (Fig. 3-4), "
+        "'constant' (every token weighted loss_scale: the placebo, a loss scale AdamW cancels), 'oracle' (λ from the "
+        "chain_sum answer key, delta_repro.oracle: a diagnostic of DelTA's premise, not a method)."})
+    loss_scale: float = field(default=1.0, metadata={"help": "With credit_assignment='constant': the weight of every "
+        "token, i.e. the factor on the loss (> 0)."})
     delta_K: int = field(default=1, metadata={"help": "DelTA refinement steps K (0 = w/o refinement)."})
     delta_lam_min: float = field(default=0.8, metadata={"help": "Lower end of the λ range."})
     delta_lam_max: float = field(default=1.2, metadata={"help": "Upper end of the λ range."})
@@ -182,6 +187,7 @@ class DeltaGRPOConfig(GRPOConfig):
         if self.proxy_cache not in PROXY_CACHES: bad("proxy_cache", PROXY_CACHES)
         if self.token_selection not in ("top", "random", "bottom"): bad("token_selection", ("top", "random", "bottom"))
         _check_number("token_selection_ratio", self.token_selection_ratio, 0, open_low=True, high=1)
+        _check_number("loss_scale", self.loss_scale, 0, open_low=True)
         _check_number("delta_proxy_topk", self.delta_proxy_topk, 1, integer=True)
         # the overlong-penalty and FIPO fields are checked here, not at their first use minutes into a run
         if self.max_prompt_length is not None: _check_number("max_prompt_length", self.max_prompt_length, 1, integer=True)
@@ -542,7 +548,21 @@ def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
     t0 = time.perf_counter()
     adv = out["advantages"]
     entropies = None
-    if ca == "random":
+    if ca == "constant":  # the placebo: one weight for every token, a scale of the loss
+        weights = mask.to(torch.float32) * self.args.loss_scale
+        out["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * weights.to(adv.dtype)
+        self._log_credit(adv, weights, mask)
+        return out
+    if ca == "oracle":  # λ from the answer key (delta_repro.oracle), DelTA's range and normaliser
+        a = self.args
+        alpha = oracle_scores(inputs, out["completion_ids"].cpu(), adv.cpu(), mask.cpu(), self.processing_class)
+        weights, lam = oracle_weights(alpha.to(mask.device), mask, a.delta_lam_min, a.delta_lam_max, a.delta_normalize,
+                                      reduce_sum=self._all_reduce())
+        zeros, empty = torch.zeros_like(lam), torch.zeros(2, 0, device=lam.device)
+        coefs = DeltaCoefficients(weights=weights, lam=lam, scores=alpha.to(lam.device), margins=zeros,
+                                  gamma=torch.zeros(2, dtype=torch.float64), centroids=empty, initial_centroids=empty,
+                                  n_valid_tokens=int(mask.sum()))
+    elif ca == "random":
         a = self.args
         coefs = random_coefficients(mask.cpu(), a.delta_lam_min, a.delta_lam_max, self._delta_generator,
                                     a.delta_normalize)

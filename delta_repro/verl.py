@@ -40,6 +40,8 @@ _NOT_ON_VERL = {  # switches of `METHODS` the plugin does not express, and what 
     "top_entropy_quantile": "forking tokens are not part of the plugin",
     "delta_proxy": "the top-K hidden-gradient proxy needs the full LM-head weight, which FSDP shards",
     "fipo": "FIPO is not part of the plugin",
+    "constant": "the placebo (a uniform loss scale) is a diagnostic of this repository's study, not part of the plugin",
+    "oracle": "the oracle of the premise reads the chain_sum answer key (delta_repro.oracle), a diagnostic not part of the plugin",
 }
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ class VerlDeltaConfig:
         from delta_repro.methods import METHODS
         if name not in METHODS: raise ValueError(f"method must be one of {list(METHODS)}, got {name!r}")
         kw = dict(METHODS[name])
-        if kw.get("credit_assignment") == "fipo": raise ValueError(f"method {name!r}: {_NOT_ON_VERL['fipo']}")
+        if kw.get("credit_assignment") in ("fipo", "constant", "oracle"):
+            raise ValueError(f"method {name!r}: {_NOT_ON_VERL[kw['credit_assignment']]}")
         if kw.pop("loss_type", "dapo") != "dapo": raise ValueError(f"method {name!r}: {_NOT_ON_VERL['loss_type']}")
         if kw.pop("delta_proxy", "lm_head") != "lm_head": raise ValueError(f"method {name!r}: {_NOT_ON_VERL['delta_proxy']}")
         if "top_entropy_quantile" in kw: raise ValueError(f"method {name!r}: {_NOT_ON_VERL['top_entropy_quantile']}")

@@ -284,7 +284,7 @@ def test_overlong_buffer_must_leave_room_for_unpenalised_completions():
 
 
 METHODS_TO_RUN = ["DAPO", "DAPO w/ Forking Tokens", "SAPO", "GRPO", "FIPO", "DelTA", "Within-side only",
-                  "w/o H(α)", "Top-K hidden gradient", "Random λ", "Top-50%", "Bottom-50%"]
+                  "w/o H(α)", "Top-K hidden gradient", "Random λ", "Top-50%", "Bottom-50%", "Placebo", "Oracle premise"]
 
 
 @pytest.mark.parametrize("method", METHODS_TO_RUN)
@@ -293,18 +293,18 @@ def test_five_step_run_per_method(make_trainer, method):
     tr.train()
     logs = [l for l in tr.state.log_history if "loss" in l]
     assert len(logs) == 5 and all(math.isfinite(l["loss"]) for l in logs)
-    if METHODS[method]["credit_assignment"] in ("delta", "token_selection", "random"):
+    if METHODS[method]["credit_assignment"] in ("delta", "token_selection", "random", "oracle"):
         first = tr.state.log_history[0]
         for key in ("delta/lam_mean", "delta/lam_std", "delta/frac_upweighted", "delta/seconds"):
             assert key in first, key
-        if METHODS[method]["credit_assignment"] != "random":
+        if METHODS[method]["credit_assignment"] not in ("random", "oracle"):
             for key in ("delta/gamma_pos", "delta/gamma_neg", "delta/n_pos_tokens", "delta/corr_lam_entropy"):
                 assert key in first, key
     if method == "FIPO":
         assert any("fipo/weight_mean" in l for l in tr.state.log_history)
 
 
-@pytest.mark.parametrize("method", ["DAPO", "DelTA", "Bottom-50%"])
+@pytest.mark.parametrize("method", ["DAPO", "DelTA", "Bottom-50%", "Placebo", "Oracle premise"])
 def test_every_rollout_batch_logs_the_step_size_diagnostics(make_trainer, method):
     from delta_repro.trainer import credit_diagnostics
     tr = make_trainer(**METHODS[method])

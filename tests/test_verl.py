@@ -163,7 +163,7 @@ def test_every_method_is_expressed_or_refused_with_a_reason(report):
     for name in supported:
         assert m[name]["max_diff"] < TOL, (name, m[name])
     refused = {k: v["reason"] for k, v in m.items() if not v["supported"]}
-    assert set(refused) == {"DAPO w/ Forking Tokens", "SAPO", "GRPO", "FIPO", "Top-K hidden gradient"}
+    assert set(refused) == {"DAPO w/ Forking Tokens", "SAPO", "GRPO", "FIPO", "Top-K hidden gradient", "Placebo", "Oracle premise"}
     assert "loss_mode" in refused["SAPO"] and "FSDP" in refused["Top-K hidden gradient"]
     assert abs(m["DelTA"]["mean_weight"] - 1) < 1e-5 and abs(m["w/o λ-norm"]["mean_weight"] - 1) > 1e-3
 
