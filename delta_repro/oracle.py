@@ -36,10 +36,11 @@ def running_totals(question: str, completion: str) -> list[dict]:
     terms = chain_terms(question)
     out, covered, left_start = [], 0, 0
     for m in _TOTAL.finditer(completion):
-        lhs = completion[left_start:m.start()]
-        lhs = re.split(r"[,;\n]", lhs)[-1]  # the equation's own left side
-        n = len(_NUMBER.findall(lhs))
-        covered = n if not out else covered + max(n - 1, 0)
+        parts = re.split(r"[,;\n]", completion[left_start:m.start()])
+        n = len(_NUMBER.findall(parts[-1]))  # the numbers of the equation's own left side
+        # after a delimiter the left side restates the carried total ("11-1"); written straight on ("=11-1=10") it
+        # continues from it, and each of its numbers is a new term
+        covered = n if not out else covered + (n if len(parts) == 1 else max(n - 1, 0))
         value = int(m.group(1))
         right = 0 < covered <= len(terms) and value == sum(terms[:covered])
         out.append(dict(start=m.start(1), end=m.end(1), value=value, covered=covered, right=right))
