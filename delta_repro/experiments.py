@@ -7,10 +7,10 @@ evaluation of each run — what `reproduce.sh` executes through the notebooks in
 __all__ = ['ARTEFACTS', 'GENERATED', 'FIXTURE_FILES', 'GENERATION_DTYPES', 'PAPER_STEP_SECONDS_8B', 'OVERHEAD_SIZES', 'Run',
            'Plan', 'check_selection', 'load_plan', 'build_suite', 'role_spec', 'task_sets', 'hub_reachable',
            'plan_overlap', 'reward_functions', 'build_backbone', 'mix_answer_formats', 'mix_direct_answers',
-           'inference_copy', 'SelectionCallback', 'save_checkpoint', 'last_checkpoint', 'start_provenance', 'train_run',
-           'run_settings', 'selection_settings', 'eval_settings', 'evaluate_run', 'evaluate_warm_start',
-           'evaluate_warm_starts', 'prompt_template', 'estimate_gpu_hours', 'run_order', 'plan_status', 'describe_plan',
-           'measure_step_overhead']
+           'inference_copy', 'SelectionCallback', 'save_checkpoint', 'last_checkpoint', 'start_provenance',
+           'save_interval', 'train_run', 'run_settings', 'selection_settings', 'eval_settings', 'evaluate_run',
+           'evaluate_warm_start', 'evaluate_warm_starts', 'prompt_template', 'estimate_gpu_hours', 'run_order',
+           'plan_status', 'describe_plan', 'measure_step_overhead']
 
 # %% ../nbs/08_experiments.ipynb #4944d1be
 import importlib.util
@@ -508,9 +508,20 @@ def start_provenance(model) -> dict:
                 cpu_capability=torch.backends.cpu.get_cpu_capability(),
                 gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
 
+def save_interval(every: int, steps_per_generation: int) -> int:
+    """The checkpoint interval of a run: `every` rounded down to a multiple of `steps_per_generation` (at least one
+    rollout batch). TRL generates a rollout batch every `steps_per_generation` optimizer steps and keeps it in memory,
+    not in a checkpoint: resumed from a step inside a batch, a run samples a new batch there and leaves the trajectory
+    of the uninterrupted run (`tests/test_resume.py`); resumed at a batch boundary it continues it exactly. Raises
+    `ValueError` for values that are not positive ints."""
+    _check_number("every", every, 1, integer=True)
+    _check_number("steps_per_generation", steps_per_generation, 1, integer=True)
+    return max(steps_per_generation, every // steps_per_generation * steps_per_generation)
+
 def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | None = None) -> Path:
     """Train one run of the plan into `<out_root>/<run_id>`, resuming an interrupted one; returns the run directory.
-    A finished run (`DONE`) is returned untouched. Raises `ValueError` (from `data.assert_disjoint`, naming the sets
+    A finished run (`DONE`) is returned untouched. Checkpoints are kept at rollout-batch boundaries (`save_interval`),
+    so a resumed run continues the uninterrupted one; `DONE` records the step a run resumed from (`resumed_from_step`). Raises `ValueError` (from `data.assert_disjoint`, naming the sets
     and counts) before any training when a selection, evaluation or out-of-domain problem is a training problem."""
     run = plan.runs[run_id]
     out = Path(out_root) / run_id
@@ -531,8 +542,9 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     # backbone sets `trainer.report_to` (e.g. "wandb"); transformers reads the directory from the environment
     report_to = kw.pop("report_to", "tensorboard" if importlib.util.find_spec("tensorboard") else "none")
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(Path(out_root).resolve().parent / "tensorboard" / run_id)
+    spg = int(kw.get("steps_per_generation") or kw.get("gradient_accumulation_steps") or 1)
     args = DeltaGRPOConfig(output_dir=str(out / "trainer"), seed=run.seed, max_steps=run.steps, report_to=report_to,
-                           save_strategy="steps", save_steps=save_every or max(1, every or run.steps),
+                           save_strategy="steps", save_steps=save_interval(save_every or every or run.steps, spg),
                            save_total_limit=1, disable_tqdm=True, use_cpu=not _cuda(), **kw)
     trainer = DeltaGRPOTrainer(model=model, reward_funcs=reward_functions(plan, run.task, args), args=args,
                                train_dataset=train, processing_class=tok)
@@ -544,13 +556,15 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     from transformers import PrinterCallback
     trainer.remove_callback(PrinterCallback)  # the metrics go to log_history.json; keep notebooks readable
     t0 = time.time()
-    trainer.train(resume_from_checkpoint=last_checkpoint(out / "trainer"))
+    resume = last_checkpoint(out / "trainer")
+    trainer.train(resume_from_checkpoint=resume)
     if not trainer.is_world_process_zero(): return out  # multi-process: rank 0 writes the run's files
     if cb.best is None: save_checkpoint(trainer.model, tok, out / "best")  # every: 0 -> the final policy
     elif cb.best["step"] != run.steps: save_checkpoint(trainer.model, tok, out / "final")  # the last policy as well
     (out / "log_history.json").write_text(json.dumps(trainer.state.log_history, indent=1))
     meta = dict(run=asdict(run), run_id=run_id, profile=plan.profile, seconds=time.time() - t0,
                 selected_step=cb.best["step"] if cb.best else run.steps, selection=cb.history, provenance=provenance,
+                resumed_from_step=int(Path(resume).name.split("-")[-1]) if resume else None,
                 trainer_args={k: v for k, v in args.to_dict().items() if isinstance(v, (int, float, str, bool, type(None)))})
     (out / "DONE").write_text(json.dumps(meta, indent=1, default=str))
     shutil.rmtree(out / "trainer", ignore_errors=True)  # checkpoints were only for resuming

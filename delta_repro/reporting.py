@@ -10,11 +10,11 @@ __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT'
            'write_table', 'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary',
            'artefact_eval_paths', 'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc',
            'method_runs', 'seed_problems', 'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy',
-           'gain_ci', 'learning_summary', 'CREDIT_COLUMNS', 'credit_summary', 'step_size_confounds', 'credit_text',
-           'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims',
-           'step_size_notes', 'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens',
-           'plot_token_clouds', 'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES',
-           'token_classes', 'token_class_summary', 'token_class_text']
+           'gain_ci', 'learning_summary', 'CREDIT_COLUMNS', 'credit_summary', 'credit_text', 'evidence_ranks', 'claim',
+           'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims',
+           'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
+           'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES', 'token_classes',
+           'token_class_summary', 'token_class_text']
 
 # %% ../nbs/09_reporting.ipynb #dc8013ca
 import json
@@ -32,10 +32,9 @@ from .scores import (  # re-exported: importable from delta_repro.reporting as b
     paper_results, PAPER_METHODS, method_summary, artefact_eval_paths, run_scores, METRICS,
     report_benchmarks, learning_curve, curve_auc, method_runs, seed_problems, seed_scores,
     problem_matrix, warm_start_dir, warm_start_accuracy, log_history)
-from delta_repro.claims import (  # re-exported: importable from delta_repro.reporting as before the split
-    gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, step_size_confounds, credit_text,
-    evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims,
-    step_size_notes)
+from .claims import (  # re-exported: importable from delta_repro.reporting as before the split
+    gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, credit_text,
+    evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims)
 from .claims import _pair
 from .tokens import (  # re-exported: importable from delta_repro.reporting as before the split
     rollout_batch_coefficients, token_weight_table, discriminative_tokens, plot_token_clouds,
@@ -45,12 +44,11 @@ from .tokens import (  # re-exported: importable from delta_repro.reporting as b
 _all_ = ['paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores', 'METRICS',
        'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
        'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary',
-       'CREDIT_COLUMNS', 'credit_summary', 'step_size_confounds', 'credit_text', 'evidence_ranks', 'claim',
-       'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims', 'step_size_notes',
+       'CREDIT_COLUMNS', 'credit_summary', 'credit_text', 'evidence_ranks', 'claim',
+       'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims',
        'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
        'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES', 'token_classes',
        'token_class_summary', 'token_class_text']
-
 
 # %% ../nbs/09_reporting.ipynb #9cc410ae
 def _method_run_ids(plan, artefact: str) -> list[str]:
@@ -255,7 +253,7 @@ def report_title(plan, artefact: str) -> str:
 def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFrame, str]:
     """(table, caption) of a comparison artefact of `REPORT_TABLES`: `compare_with_paper` on its runs and a caption
     that names the table, the scale, the evaluation sets, the reference method, what can be compared, the rules
-    for intervals and ranks, any benchmark at the floor, the step-size diagnostics of its methods (`credit_text`)
+    for intervals and ranks, any benchmark at the floor, the credit diagnostics of its methods (`credit_text`)
     and, where the warm start is evaluated, each method's gain over it at the table's selected checkpoint (so a
     table of methods that did not learn says so). Raises `ValueError` for an artefact that is not a comparison table."""
     if artefact.split("@")[0] not in REPORT_TABLES: raise ValueError(f"artefact: {artefact!r} is not one of {list(REPORT_TABLES)}")

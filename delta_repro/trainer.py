@@ -79,7 +79,7 @@ def plain_rl_run(
     group of equal rewards), DelTA's λ̄ from one no-grad pass (`completion_proxies`, `delta_coefficients`; 1 for
     DAPO), DAPO's loss with those weights (`plain_delta_loss`: clip-higher, dual clip, token-mean) and one AdamW
     step (weight decay 0.1, gradient norm clipped at 1). Returns one dict per step: step, reward (mean over the
-    rollout batch), step_multiplier (mean weight on tokens with Â ≠ 0), seconds. Raises `ValueError` for an
+    rollout batch), loss_scale (mean weight on tokens with Â ≠ 0), seconds. Raises `ValueError` for an
     unknown `credit_assignment` or prompts and answers of different lengths."""
     from delta_repro.rewards import math_reward
     if credit_assignment not in ("delta", "none"):
@@ -113,7 +113,7 @@ def plain_rl_run(
         optimizer.zero_grad()
         live = c_mask.bool() & (adv != 0)[:, None]
         mult = float(weights[live].mean()) if weights is not None and live.any() else 1.0
-        log.append(dict(step=step, reward=float(rewards.mean()), step_multiplier=mult,
+        log.append(dict(step=step, reward=float(rewards.mean()), loss_scale=mult,
                         seconds=time.perf_counter() - t0))
     model.eval()
     return log
@@ -483,9 +483,10 @@ def credit_diagnostics(
     reduce_sum=None,  # callable summing a float64 tensor over data-parallel processes (None: one process)
     gather=None,  # callable concatenating a 1-D tensor over processes (None: one process)
 ) -> dict[str, float]:
-    """The step-size confound of a token-credit method on one rollout batch: `zero_adv_share` (share of valid tokens
-    with Â = 0), and with `weights`: `step_multiplier` (mean weight over valid tokens with Â ≠ 0 — the factor by which
-    the DAPO token-mean gradient is scaled), `weight_min`, `weight_max` (over the same tokens); with `selected`:
+    """Credit diagnostics of a token-credit method on one rollout batch: `zero_adv_share` (share of valid tokens with
+    Â = 0), and with `weights`: `loss_scale` (mean weight over valid tokens with Â ≠ 0 — the factor by which the DAPO
+    token-mean loss is scaled; AdamW divides a constant factor out, so it is not a step size: what it can change is the
+    weight of this rollout batch against others), `weight_min`, `weight_max` (over the same tokens); with `selected`:
     `selected_zero_adv_share`. A quantity without tokens to average (e.g. no Â ≠ 0 token) is NaN. Every process must
     call it (the sums are reduced). Raises `ValueError` for shapes that do not match `mask`."""
     if mask.ndim != 2: raise ValueError(f"mask must be (B, T), got shape {tuple(mask.shape)}")
@@ -509,7 +510,7 @@ def credit_diagnostics(
     ratio = lambda a, b: a / b if b > 0 else math.nan
     out = {"zero_adv_share": ratio(n_zero, n)}
     if weights is not None:
-        out.update(step_multiplier=ratio(w_live, n_live), weight_min=-float(ext[0]) if n_live else math.nan,
+        out.update(loss_scale=ratio(w_live, n_live), weight_min=-float(ext[0]) if n_live else math.nan,
                    weight_max=float(ext[1]) if n_live else math.nan)
     if selected is not None: out["selected_zero_adv_share"] = ratio(n_sel_zero, n_sel)
     return out

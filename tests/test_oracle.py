@@ -162,4 +162,4 @@ def test_the_trainer_applies_the_arm_s_weights(tok, tmp_path, method):
         torch.testing.assert_close(w, want, atol=1e-6, rtol=1e-5)
         assert (alpha.sum(1) > 0).all()  # every completion has decisive tokens: totals or the answer
         assert "delta/lam_mean" in {k for k in tr._metrics["train"]}
-    assert tr._metrics["train"]["credit/step_multiplier"][-1] == pytest.approx(float(w[mask.bool()].mean()), rel=1e-5)
+    assert tr._metrics["train"]["credit/loss_scale"][-1] == pytest.approx(float(w[mask.bool()].mean()), rel=1e-5)

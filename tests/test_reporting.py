@@ -134,7 +134,7 @@ def test_credit_diagnostics_on_a_hand_made_batch():
     mask = torch.tensor([[1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 0, 0]])
     w = torch.tensor([[1.0, 1.2, 1.2, 1.0], [0.8, 0.8, 0.8, 0.8], [1.3, 1.3, 9.0, 9.0]], dtype=torch.float64)
     d = credit_diagnostics(adv, w, mask)
-    assert d["zero_adv_share"] == 0.4 and d["step_multiplier"] == pytest.approx(7 / 6)
+    assert d["zero_adv_share"] == 0.4 and d["loss_scale"] == pytest.approx(7 / 6)
     assert (d["weight_min"], d["weight_max"]) == (1.0, 1.3)  # padding (9.0) is not a token
     # per-token advantages give the same numbers as per-completion ones
     assert credit_diagnostics(adv[:, None].expand(3, 4), w, mask) == d
@@ -142,13 +142,13 @@ def test_credit_diagnostics_on_a_hand_made_batch():
     # mean over the tokens with Â != 0 above 1 -- the confound the reports state
     lam = torch.where(adv[:, None].expand(3, 4) == 0, 0.8, 1.0) * mask
     lam_bar = lam * mask.sum() / lam.sum()
-    assert credit_diagnostics(adv, lam_bar, mask)["step_multiplier"] == pytest.approx(10 / 9.2)
+    assert credit_diagnostics(adv, lam_bar, mask)["loss_scale"] == pytest.approx(10 / 9.2)
     # a token selection: 5 tokens kept, 3 of them in the tied completion
     sel = torch.tensor([[1, 0, 0, 1], [1, 1, 1, 0], [0, 0, 0, 0]]).bool()
     d = credit_diagnostics(adv, torch.where(sel, 2.0, 0.0), mask, sel)
-    assert d["selected_zero_adv_share"] == pytest.approx(0.6) and d["step_multiplier"] == pytest.approx(4 / 6)
+    assert d["selected_zero_adv_share"] == pytest.approx(0.6) and d["loss_scale"] == pytest.approx(4 / 6)
     assert set(credit_diagnostics(adv, None, mask)) == {"zero_adv_share"}  # weights made in the loss: no multiplier
-    assert math.isnan(credit_diagnostics(torch.zeros(3), w, mask)["step_multiplier"])  # no token with a gradient
+    assert math.isnan(credit_diagnostics(torch.zeros(3), w, mask)["loss_scale"])  # no token with a gradient
     with pytest.raises(ValueError, match="weights"):
         credit_diagnostics(adv, w[:, :3], mask)
 
@@ -161,36 +161,39 @@ def _logged_plan(tmp_path, multipliers: dict):
         "table3_ablations": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA", "w/o range map"], "seeds": [0, 1]}}
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
     plan = load_plan(tmp_path / "plan.yaml")
-    for rid, r in plan.runs.items():
-        hist = [{"step": 1, "credit/zero_adv_share": 0.3, "credit/step_multiplier": multipliers[r.method][r.seed],
-                 "credit/weight_min": 0.8 + 0.01 * r.seed, "credit/weight_max": 1.3}, {"step": 2, "loss": 0.0},
-                {"step": 5, "credit/zero_adv_share": 0.5, "credit/step_multiplier": multipliers[r.method][r.seed],
-                 "credit/weight_min": 0.9, "credit/weight_max": 1.2 + 0.1 * r.seed}]
+    for rid, r in plan.runs.items():  # two rollout batches, the first logged under the old name of the loss scale
+        lo, hi = multipliers[r.method][r.seed]
+        hist = [{"step": 1, "credit/zero_adv_share": 0.3, "credit/step_multiplier": lo,
+                 "credit/weight_min": 0.8 + 0.01 * r.seed, "credit/weight_max": 1.3, "grad_norm": 0.5},
+                {"step": 2, "loss": 0.0, "grad_norm": 1.5},
+                {"step": 5, "credit/zero_adv_share": 0.5, "credit/loss_scale": hi,
+                 "credit/weight_min": 0.9, "credit/weight_max": 1.2 + 0.1 * r.seed, "grad_norm": 2.0 if r.seed else 0.9}]
         (tmp_path / rid).mkdir(parents=True)
         (tmp_path / rid / "log_history.json").write_text(json.dumps(hist))
     return plan
 
 
-def test_credit_summary_and_the_step_size_confound_named_in_claims(tmp_path):
-    from delta_repro.reporting import credit_summary, credit_text, step_size_confounds, step_size_notes
-    plan = _logged_plan(tmp_path, {"DelTA": [1.05, 1.07], "DAPO": [1.0, 1.0], "w/o range map": [1.4, 1.6]})
+def test_credit_summary_gives_the_loss_scale_its_spread_and_the_clipped_steps(tmp_path):
+    from delta_repro.reporting import credit_summary, credit_text
+    plan = _logged_plan(tmp_path, {"DelTA": [(1.0, 1.1), (1.02, 1.12)], "DAPO": [(1.0, 1.0), (1.0, 1.0)],
+                                   "w/o range map": [(1.4, 1.6), (1.4, 1.6)]})
     cs = credit_summary(plan, "table3_ablations", tmp_path)
-    assert cs.loc["DelTA", "multiplier"] == pytest.approx(1.06) and cs.loc["DelTA", "Â = 0 share"] == pytest.approx(0.4)
+    assert cs.loc["DelTA", "loss scale"] == pytest.approx(1.06) and cs.loc["DelTA", "Â = 0 share"] == pytest.approx(0.4)
     assert cs.loc["DelTA", "λ̄ min"] == 0.8 and cs.loc["DelTA", "λ̄ max"] == pytest.approx(1.3)  # extremes, not means
-    assert cs.loc["DelTA", "seeds logged"] == 2 and cs.loc["w/o range map", "multiplier / DelTA"] == pytest.approx(1.5 / 1.06)
-    assert list(step_size_confounds(cs)) == ["w/o range map"]  # DAPO is not in this table; 1.5 / 1.06 > 1.1
-    assert "w/o range map (×1.42)" in credit_text(cs)
-    both = pd.concat([cs, credit_summary(plan, "appK_significance", tmp_path)])
-    both = both[~both.index.duplicated()]
-    assert "DAPO" not in step_size_confounds(both)  # 1 / 1.06: within 10 %
-    claims = pd.DataFrame({"method_a": ["DelTA", "DelTA"], "method_b": ["DAPO", "w/o range map"]}, index=["x", "y"])
-    notes = step_size_notes(claims, both)["step size"]
-    assert notes["x"] == "" and notes["y"].startswith("w/o range map's multiplier is ×1.42 DelTA's")
+    # spread across rollout batches: SD (ddof 0) over the mean, per seed, averaged: 0.05/1.05 and 0.05/1.07
+    assert cs.loc["DelTA", "loss scale spread"] == pytest.approx((0.05 / 1.05 + 0.05 / 1.07) / 2)
+    assert cs.loc["w/o range map", "loss scale spread"] == pytest.approx(0.1 / 1.5)
+    # clipped: gradient norms above max_grad_norm (1.0 without a DONE): seed 0 one of 3 steps, seed 1 two of 3
+    assert cs.loc["DelTA", "clipped"] == pytest.approx((1 / 3 + 2 / 3) / 2)
+    assert cs.loc["DelTA", "seeds logged"] == 2 and "multiplier / DelTA" not in cs
+    text = credit_text(cs)
+    assert "loss scale 1.06" in text and "not a step size" in text and "larger step" not in text
+    dapo = credit_summary(plan, "appK_significance", tmp_path)
+    assert dapo.loc["DAPO", "loss scale"] == 1.0 and dapo.loc["DAPO", "loss scale spread"] == 0.0
     # runs that predate the diagnostics: said so, never a silent blank
     for f in tmp_path.glob("*/log_history.json"): f.write_text('[{"step": 1, "loss": 0.0}]')
     old = credit_summary(plan, "table3_ablations", tmp_path)
     assert (old["seeds logged"] == 0).all() and "not logged" in credit_text(old)
-    assert step_size_notes(claims, old)["step size"].eq("not logged").all()
 
 
 # ---- λ on real tokens: shared and decisive tokens ------------------------------------------------------------------

@@ -177,8 +177,8 @@ def test_plain_rl_run_steps_both_methods_from_the_same_first_batch(ex):
         assert any(not torch.equal(a, b) for a, b in zip(before, policy.parameters()))  # it trained
     assert [r["step"] for r in runs["delta"]] == [0, 1]
     assert runs["none"][0]["reward"] == runs["delta"][0]["reward"]  # the same first rollout batch
-    assert all(r["step_multiplier"] == 1.0 for r in runs["none"])  # DAPO: every weight 1
-    assert all(0.8 <= r["step_multiplier"] <= 1.25 for r in runs["delta"])
+    assert all(r["loss_scale"] == 1.0 for r in runs["none"])  # DAPO: every weight 1
+    assert all(0.8 <= r["loss_scale"] <= 1.25 for r in runs["delta"])
     with pytest.raises(ValueError, match="credit_assignment"):
         plain_rl_run(ex.model, ex.tokenizer, prompts, answers, "fipo", steps=1)
     with pytest.raises(ValueError, match="answers"):

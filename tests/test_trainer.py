@@ -315,8 +315,8 @@ def test_every_rollout_batch_logs_the_step_size_diagnostics(make_trainer, method
     w = out["advantages"] / plain["advantages"][:, None] if out["advantages"].ndim == 2 else torch.ones_like(mask)
     w = torch.where(plain["advantages"][:, None] != 0, w, 0.0)  # the weight where Â != 0 (Â·w / Â)
     expect = credit_diagnostics(plain["advantages"], w.double(), mask, (w > 0) if method == "Bottom-50%" else None)
-    assert logged["zero_adv_share"] == pytest.approx(expect["zero_adv_share"]) and "step_multiplier" in logged
-    assert logged["step_multiplier"] == pytest.approx(expect["step_multiplier"], rel=1e-5)
+    assert logged["zero_adv_share"] == pytest.approx(expect["zero_adv_share"]) and "loss_scale" in logged
+    assert logged["loss_scale"] == pytest.approx(expect["loss_scale"], rel=1e-5)
     assert ("selected_zero_adv_share" in logged) == (method == "Bottom-50%")
 
 
