@@ -6,7 +6,7 @@ paper's claims tested with effects, intervals, Holm-adjusted p-values and the sm
 # %% auto #0
 __all__ = ['CREDIT_COLUMNS', 'CREDIT_ALIASES', 'PAPER_CLAIMS', 'gain_ci', 'learning_summary', 'credit_log', 'credit_summary',
            'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'paired_inputs', 'equivalence', 'primary_claim',
-           'seed_rule', 'check_claims']
+           'start_weights', 'seed_sturdiness', 'seed_rule', 'check_claims']
 
 # %% ../nbs/09b_claims.ipynb #b9c1a003
 import json
@@ -19,7 +19,7 @@ import pandas as pd
 from .evaluation import (detectable_effect, difference_ci, estimate_text, holm, load_results, mean_ci,
                                     paired_difference, significance, smallest_p)
 from .scores import (_eval_file, _problem_means, _problem_series, problem_matrix, report_benchmarks,
-                                log_history, run_scores, seed_problems, seed_scores, warm_start_accuracy, warm_start_dir)
+                                log_history, method_runs, run_scores, seed_problems, seed_scores, warm_start_accuracy, warm_start_dir)
 
 # %% ../nbs/09b_claims.ipynb #b9c1a005
 def gain_ci(after, warm, confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0) -> dict:
@@ -396,13 +396,104 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     Raises `ValueError` for a malformed entry (naming the key)."""
     spec = plan.raw.get("primary_claim")
     if not spec: return pd.DataFrame()
-    rows = [_primary_row(plan, runs_dir, s) for s in _claim_specs(spec)]
+    specs = _claim_specs(spec)
+    rows = [_primary_row(plan, runs_dir, s, interim=False) for s in specs]
     out = pd.DataFrame(rows).set_index("claim")
     for col in ("n_a", "n_b"):
         if col in out: out[col] = out[col].astype("Int64")
+    out = _judge_families(out, specs)
+    out = _placebo_null(out, specs)
+    for s_ in specs: out.loc[s_["claim"], "verdict"] = _interim(out.loc[s_["claim"]].to_dict())
     return out
 
-def _primary_row(plan, runs_dir, spec: dict) -> dict:
+def _judge_families(out: pd.DataFrame, specs: list) -> pd.DataFrame:
+    """Claims that share a `family` (within their `study`) are judged together with Holm's correction
+    (`judge_claims`: p_holm, p_reach, verdict, note); the others stay families of one. `family` reads
+    "<study>: <family> (Holm)" for them."""
+    groups = {}
+    for s in specs:
+        if s.get("family"): groups.setdefault((s.get("study", ""), s["family"]), []).append(s["claim"])
+    for (study, fam), names in groups.items():
+        tested = [n for n in names if np.isfinite(float(out.loc[n].get("p", np.nan)))]
+        if tested:
+            judged = judge_claims(out.loc[tested], float(specs[0].get("alpha", 0.05)))
+            for col in ("p_holm", "p_reach", "verdict", "note"): out.loc[tested, col] = judged[col]
+        out.loc[names, "family"] = f"{study + ': ' if study else ''}{fam} (Holm)"
+    return out
+
+def _placebo_null(out: pd.DataFrame, specs: list) -> pd.DataFrame:
+    """Where each claim of a study falls against the study's control (`control: true`, e.g. DAPO with a loss scale
+    AdamW cancels, against DAPO): `placebo null` gives the control's own effect and 95 % interval, the spread that
+    "no difference" shows after training, and whether the claim's effect lies inside it. Rows of studies without a
+    control, or read before the control is, get ""."""
+    out = out.copy()
+    out["placebo null"] = ""
+    for s in specs:
+        if not s.get("control"): continue
+        c = out.loc[s["claim"]]
+        if not _finite_number(c.get("effect")): continue
+        lo, hi = float(c["ci_low"]), float(c["ci_high"])
+        for o in specs:
+            if o.get("study") != s.get("study") or o["claim"] == s["claim"]: continue
+            e = out.loc[o["claim"]].get("effect")
+            if not _finite_number(e): continue
+            where = "inside" if lo <= float(e) <= hi else "outside"
+            out.loc[o["claim"], "placebo null"] = (f"{where} the placebo's {float(c['effect']):+.2f} [{lo:+.2f}, {hi:+.2f}]")
+    return out
+
+def _finite_number(v) -> bool:
+    try: return bool(np.isfinite(float(v)))
+    except (TypeError, ValueError): return False
+
+def _interim(row: dict) -> str:
+    "A row's verdict, prefixed 'interim, a vs b of the registered ... seeds: ' while its registered seeds are not all in."
+    v = row["verdict"]
+    if v == "runs missing" or not _finite_number(row.get("n_a")) or str(v).startswith("interim"): return v
+    planned = [int(x) for x in str(row["registered seeds"]).split(" vs ")]
+    n = [int(row["n_a"]), int(row["n_b"])]
+    return v if n[0] >= planned[0] and n[1] >= planned[1] else \
+        f"interim, {n[0]} vs {n[1]} of the registered {planned[0]} vs {planned[1]} seeds: {v}"
+
+def start_weights(plan, runs_dir: str | Path, run_ids: list) -> str:
+    """The sha256 of the starting weights that every run of `run_ids` records in its `DONE` (`provenance`,
+    `experiments.start_provenance`). Raises `ValueError` naming the runs when one does not record it or when they
+    started from different weights: a study with `same_start` refuses to pair them."""
+    shas = {}
+    for rid in run_ids:
+        try: shas[rid] = json.loads((Path(runs_dir) / rid / "DONE").read_text()).get("provenance", {}).get("start_sha256")
+        except (OSError, ValueError): shas[rid] = None
+    missing = [r for r, h in shas.items() if not h]
+    if missing: raise ValueError(f"same_start: {missing} record no starting weights (DONE provenance.start_sha256)")
+    groups = {}
+    for r, h in shas.items(): groups.setdefault(h, []).append(r)
+    if len(groups) > 1:
+        raise ValueError("same_start: the runs started from different weights, so they are not paired: "
+                         + "; ".join(f"{h[:12]}…: {', '.join(rs)}" for h, rs in groups.items()))
+    return next(iter(groups)) if groups else ""
+
+def seed_sturdiness(a_problems, b_problems, seeds: list, confidence: float = 0.95) -> dict:
+    """How much a paired verdict rests on its seed pairing and on single seeds. `a_problems`, `b_problems` (S, P):
+    per-problem accuracies of the same S seeds (in `seeds` order) on the same problems. Returns `ci_indep_low`,
+    `ci_indep_high` (the interval with each side's seeds resampled independently, problems still shared:
+    `evaluation.paired_difference` without `paired_seeds`), `loo_low`, `loo_high` (the smallest and largest effect
+    with one seed pair left out), `loo_excludes_0` ("k of S": how many leave-one-out paired intervals exclude 0) and
+    `loo_seed_max_shift` (the seed whose removal moves the effect most). Needs S ≥ 4 (a leave-one-out set of 3)."""
+    a, b = np.asarray(a_problems, float), np.asarray(b_problems, float)
+    if a.shape != b.shape or a.ndim != 2 or a.shape[0] != len(seeds) or len(seeds) < 4:
+        raise ValueError(f"a_problems and b_problems must be (S, P) alike with S = len(seeds) >= 4, got {a.shape}, {b.shape}, {len(seeds)} seeds")
+    ind = paired_difference(a, b, "two-sided", paired_seeds=False, confidence=confidence)
+    full = float(a.mean() - b.mean())
+    effects, excl = {}, 0
+    for i, s in enumerate(seeds):
+        keep = [j for j in range(len(seeds)) if j != i]
+        r = paired_difference(a[keep], b[keep], "two-sided", paired_seeds=True, confidence=confidence)
+        effects[s] = r["effect"]
+        excl += int(r["low"] > 0 or r["high"] < 0)
+    worst = max(effects, key=lambda s: abs(effects[s] - full))
+    return dict(ci_indep_low=ind["low"], ci_indep_high=ind["high"], loo_low=min(effects.values()),
+                loo_high=max(effects.values()), loo_excludes_0=f"{excl} of {len(seeds)}", loo_seed_max_shift=int(worst))
+
+def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
     art, rel, alpha = spec["artefact"], spec.get("relation", ">"), float(spec.get("alpha", 0.05))
     checkpoint = spec.get("checkpoint", "last")
     if checkpoint not in ("last", "selected"): raise ValueError(f"primary_claim.checkpoint must be 'last' or 'selected', got {checkpoint!r}")
@@ -415,30 +506,44 @@ def _primary_row(plan, runs_dir, spec: dict) -> dict:
     bench = list(spec.get("benchmarks") or report_benchmarks(plan, task))
     bad = [b for b in bench if b not in report_benchmarks(plan, task)]
     if bad: raise ValueError(f"primary_claim.benchmarks: {bad} are not reported sets of task {task!r} (a selection set never is)")
-    a = seed_scores(plan, art, runs_dir, spec["a"], metric, bench)
-    b = seed_scores(plan, art, runs_dir, spec["b"], metric, bench)
+    only = spec.get("seeds")  # the seeds the claim reads (a study's arms on a subset of the artefact's seeds)
+    listed = {m: {plan.runs[r].seed for r in plan.artefact_runs[art] if plan.runs[r].method == m} for m in (spec["a"], spec["b"])}
+    if only is not None and (not isinstance(only, list) or not only or not set(only) <= listed[spec["a"]] & listed[spec["b"]]):
+        raise ValueError(f"primary_claim.seeds: {only!r} must be a non-empty list of seeds the artefact {art} lists for "
+                         f"both {spec['a']} and {spec['b']}")
+    keep = lambda d: {s: v for s, v in d.items() if only is None or s in only}
+    a = keep(seed_scores(plan, art, runs_dir, spec["a"], metric, bench))
+    b = keep(seed_scores(plan, art, runs_dir, spec["b"], metric, bench))
     base = dict(claim=spec["claim"], family="primary", metric=metric, benchmarks=", ".join(bench), method_a=spec["a"],
                 method_b=spec["b"], relation=rel, registered=str(spec.get("registered", "")),
                 margin_note=str(spec.get("margin_note", "")))
     if min(len(a), len(b)) < 2:
         row = {**base, "verdict": "runs missing", "evidence": f"{len(a)} vs {len(b)} evaluated seeds"}
     else:
-        kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
+        if only is None: kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
+        else:
+            pa, pb = (keep(seed_problems(plan, art, runs_dir, m, metric, bench)) for m in (spec["a"], spec["b"]))
+            kw = _pair(pa, pb)
+        if spec.get("same_start"):
+            ids = {m: {plan.runs[r].seed: r for r in method_runs(plan, art, m)} for m in (spec["a"], spec["b"])}
+            base["start"] = start_weights(plan, runs_dir, [ids[spec["a"]][s] for s in a] + [ids[spec["b"]][s] for s in b])[:12]
         row = {**claim(spec["claim"], list(a.values()), list(b.values()), rel, alpha, **kw), **base,
                **equivalence(list(a.values()), list(b.values()), margin, alpha=alpha, **kw),
                "evidence": f"{len(a)} vs {len(b)} training seeds, " + ("the last policy (no checkpoint selection)"
                                                                          if checkpoint == "last" else "the selected checkpoint")}
+        if kw and kw["paired_seeds"] and len(a) >= 4:
+            row.update(seed_sturdiness(kw["a_problems"], kw["b_problems"], sorted(a)))
     if isinstance(row.get("note"), str):  # tested alone: no correction to speak of
         row["note"] = row["note"].replace(" after Holm's correction", "")
     # the design the claim was registered with: the artefact's runs of each side; read before all of them are in, a
     # verdict is an interim one and says so (the registered reading is at the full design)
-    planned = [sum(plan.runs[r].method == m for r in plan.artefact_runs[art]) for m in (spec["a"], spec["b"])]
+    planned = [len(only) if only is not None else sum(plan.runs[r].method == m for r in plan.artefact_runs[art])
+               for m in (spec["a"], spec["b"])]
     if "seed_rule" in spec:
         row["seed rule"], extra = seed_rule(plan, spec, a, b)
         planned = [n + extra for n in planned]  # seeds the rule adds and the artefact does not list yet
     row["registered seeds"] = f"{planned[0]} vs {planned[1]}"
-    if row["verdict"] != "runs missing" and (len(a) < planned[0] or len(b) < planned[1]):
-        row["verdict"] = f"interim, {len(a)} vs {len(b)} of the registered {planned[0]} vs {planned[1]} seeds: {row['verdict']}"
+    if interim: row["verdict"] = _interim(row)
     return row
 
 def _seed_span(seeds: list) -> str:

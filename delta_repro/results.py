@@ -10,6 +10,7 @@ __all__ = ['OVERVIEW_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 
            'study_text', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
+import json
 from pathlib import Path
 
 import numpy as np
@@ -200,6 +201,16 @@ def _training_hours(history: list) -> float:
     steps = _logged(history, "step_time", np.sum)
     return (steps if np.isfinite(steps) else _logged(history, "train_runtime")) / 3600
 
+def _resumed(run_dir: Path, history: list) -> bool:
+    """Whether a run was interrupted and resumed: its `DONE` records the step it resumed from (runs trained since
+    2026-12-06), else its logged step times add up to more than TRL's `train_runtime`, which covers the last segment
+    only (older runs)."""
+    try: done = json.loads((run_dir / "DONE").read_text())
+    except (OSError, ValueError): done = {}
+    if "resumed_from_step" in done: return done["resumed_from_step"] is not None
+    steps, last = _logged(history, "step_time", np.sum), _logged(history, "train_runtime")
+    return bool(np.isfinite(steps) and np.isfinite(last) and steps > last)
+
 def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: str = "DAPO",
                 benchmarks: list | None = None) -> pd.DataFrame:
     """Seed by seed, how the last policies of `a` and `b` on the backbone, task and steps of `artefact` differ, for
@@ -208,17 +219,21 @@ def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: 
     `scores.report_benchmarks`, question-weighted as `seed_scores`); `a − b` (points); `identical` (%, the share of
     completions aligned by benchmark, problem and sample that are the same string: both runs sample with the seed's
     generator, so equal policies write equal text; `evaluation.completion_agreement`); `same correctness` (%, the
-    share whose right-answer reading agrees); `<m> multiplier` for both methods (the mean over logged rollout
-    batches of `credit/step_multiplier`, the mean λ̄ over tokens with Â ≠ 0, i.e. the step size relative to DAPO's;
-    NaN where a run did not log it); `<m> hours` for both (hours of training, `_training_hours`: the sum of the
-    logged step times over every segment of a resumed run; NaN where not logged). Empty (with these columns) when
-    no seed has both. Raises `ValueError` for an unknown artefact, a method it does not list, or `a == b`."""
+    share whose right-answer reading agrees); `<m> loss scale` for both methods (the mean over logged rollout
+    batches of `credit/loss_scale`, or `credit/step_multiplier` as older runs named it: the mean λ̄ over tokens with
+    Â ≠ 0, a factor on the loss that AdamW divides out; NaN where a run did not log it); `<m> hours` for both (hours of
+    training, `_training_hours`: the sum of the logged step times over every segment of a resumed run; NaN where not
+    logged); `resumed` (the methods whose run of that seed was interrupted and resumed, `_resumed`, comma-separated;
+    "" for none). Empty (with these columns) when no seed has both. Raises `ValueError` for an unknown artefact, a
+    method it does not list, or `a == b`."""
     if a == b: raise ValueError(f"a and b must be two methods, got {a!r} twice")
-    cols = [a, b, f"{a} − {b}", "identical", "same correctness", f"{a} multiplier", f"{b} multiplier",
-            f"{a} hours", f"{b} hours"]
+    cols = [a, b, f"{a} − {b}", "identical", "same correctness", f"{a} loss scale", f"{b} loss scale",
+            f"{a} hours", f"{b} hours", "resumed"]
     ids = {m: {plan.runs[r].seed: r for r in method_runs(plan, artefact, m)} for m in (a, b)}
     bench = benchmarks or report_benchmarks(plan, plan.runs[next(iter(ids[a].values()))].task)
     acc = {m: seed_problems(plan, artefact, runs_dir, m, "last", bench) for m in (a, b)}
+    scale = lambda log: next((v for v in (_logged(log, k) for k in ("credit/loss_scale", "credit/step_multiplier"))
+                              if np.isfinite(v)), np.nan)
     rows = {}
     for s in sorted(set(acc[a]) & set(acc[b])):
         d = {m: Path(runs_dir) / ids[m][s] for m in (a, b)}
@@ -227,8 +242,8 @@ def study_pairs(plan, runs_dir: str | Path, artefact: str, a: str = "DelTA", b: 
         agree = completion_agreement(*(ev[m][ev[m]["benchmark"].isin(bench)] for m in (a, b)))
         x, y = float(acc[a][s].mean()), float(acc[b][s].mean())
         rows[s] = [x, y, x - y, 100 * agree["identical"], 100 * agree["same_correctness"],
-                   _logged(log[a], "credit/step_multiplier"), _logged(log[b], "credit/step_multiplier"),
-                   _training_hours(log[a]), _training_hours(log[b])]
+                   scale(log[a]), scale(log[b]), _training_hours(log[a]), _training_hours(log[b]),
+                   ", ".join(m for m in (a, b) if _resumed(d[m], log[m]))]
     return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("seed")
 
 def primary_study_pairs(plan, runs_dir: str | Path) -> dict:
@@ -267,8 +282,8 @@ def study_report(plan, runs_dir: str | Path, artefact: str) -> dict:
 def study_text(study: dict) -> str:
     """The study of `study_report` in words (Markdown): the claim and its registration, the verdict with the effect,
     its interval and pairing, p, the detectable effect, the equivalence reading and the seed rule; what RL gained
-    over the warm start per method; how far apart the methods write (identical completions) and the step-size
-    confound (DelTA's multiplier); the seed-to-seed SD (ddof 1, over the seeds both methods have); the hours of
+    over the warm start per method; how far apart the methods write (identical completions), their loss scales (not a
+    step size under AdamW) and which seeds were resumed; the seed-to-seed SD (ddof 1, over the seeds both methods have); the hours of
     training. Every number is read from `study`; a study without
     evaluated seeds says so. Raises `ValueError` for an empty `study`."""
     if not study: raise ValueError("study: empty (the artefact is no primary claim's)")
@@ -287,13 +302,16 @@ def study_text(study: dict) -> str:
              f"({float(g['warm start']):.2f} %)" for (_, _, m), g in study["learning"].iterrows()] if len(study["learning"]) else []
     if gains: lines.append("Did RL learn (last policy, paired by problem): " + "; ".join(gains) + ".")
     if len(pairs):
-        mult, ref = pairs[f"{a} multiplier"], pairs[f"{b} multiplier"]
-        steps = ("" if not (mult.notna().any() and ref.notna().any()) else
-                 f"; {a}'s step multiplier is {mult.min():.2f} to {mult.max():.2f} ({b}'s {ref.min():.2f} to {ref.max():.2f})"
-                 + (f", so {a} also takes larger steps: a confound of any difference" if mult.min() > ref.max() else
-                    f", so {a} also takes smaller steps: a confound of any difference" if mult.max() < ref.min() else ""))
+        mult, ref = pairs[f"{a} loss scale"], pairs[f"{b} loss scale"]
+        scales = ("" if not (mult.notna().any() and ref.notna().any()) else
+                  f"; {a}'s loss scale (mean λ̄ over tokens with Â ≠ 0) is {mult.min():.2f} to {mult.max():.2f} ({b}'s "
+                  f"{ref.min():.2f} to {ref.max():.2f}), a factor AdamW divides out, not a larger step")
         lines.append(f"Seed by seed, {pairs['identical'].min():.2f} to {pairs['identical'].max():.2f} % of the held-out "
-                     f"completions of {a} and {b} are the same text{steps}.")
+                     f"completions of {a} and {b} are the same text{scales}.")
+        resumed = pairs[pairs["resumed"].astype(str) != ""]
+        if len(resumed):
+            lines.append("Interrupted and resumed: " + "; ".join(f"seed {s} ({r['resumed']})" for s, r in resumed.iterrows())
+                         + " (resumed inside a rollout batch, a run leaves the trajectory it would have taken).")
         if len(pairs) >= 2:
             sd = {m: float(pairs[m].std(ddof=1)) for m in (a, b)}
             lines.append(f"Seed-to-seed SD of the held-out accuracy: {a} {sd[a]:.2f}, {b} {sd[b]:.2f} points (pooled "
@@ -302,7 +320,6 @@ def study_text(study: dict) -> str:
         lines.append(f"Training took {study['hours']:.1f} hours summed over its {study['runs']} finished runs (logged "
                      "step times; runs trained side by side overlap in wall time; loading, checkpoints and evaluation not counted).")
     return "\n\n".join(lines)
-
 
 # %% ../nbs/09d_results.ipynb #8480ad8a
 def conclusion(overview: pd.DataFrame, gaps: pd.DataFrame) -> str:

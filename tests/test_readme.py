@@ -87,7 +87,7 @@ def headline_problems(text: str) -> list[str]:
 def study_problems(text: str) -> tuple[list[str], list[tuple]]:
     """The SmolLM2 study's sentences of the result section (`text` on one line): its claim against the row
     "DelTA > DAPO, SmolLM2-135M" of the file named (effect, interval, p, seeds, detectable, equivalence bound, verdict,
-    TOST reading), its gains against the smollm2-long rows, its agreement and step multipliers against the range of
+    TOST reading), its gains against the smollm2-long rows, its agreement and loss scales against the range of
     the pairs file's rows. Returns (problems, the spans checked)."""
     problems, spans = [], []
     claim = re.search(rf"DelTA − DAPO on SmolLM2-135M, held-out accuracy of the last policy \(`(?P<file>[^`]+)`\): "
@@ -98,7 +98,7 @@ def study_problems(text: str) -> tuple[list[str], list[tuple]]:
                      rf"to (?P<ahi>{NUM})\), DAPO (?P<b>{NUM}) \((?P<blo>{NUM}) to (?P<bhi>{NUM})\), from a warm start at "
                      rf"(?P<warm>{NUM}) %\.", text)
     pairs = re.search(rf"Same held-out completions, seed by seed \(`(?P<file>[^`]+)`\): (?P<lo>{NUM}) to (?P<hi>{NUM}) %; "
-                      rf"DelTA's step multiplier (?P<mlo>{NUM}) to (?P<mhi>{NUM})", text)
+                      rf"DelTA's loss scale (?P<mlo>{NUM}) to (?P<mhi>{NUM})", text)
     if not (claim and gain and pairs):
         return ["the SmolLM2 study's claim, gain or agreement sentence is missing or reworded"], []
     (row,) = [r for r in _rows(claim["file"]) if r["claim"] == "DelTA > DAPO, SmolLM2-135M"]
@@ -116,8 +116,8 @@ def study_problems(text: str) -> tuple[list[str], list[tuple]]:
     if not all(_same(gain["warm"], float(r["warm start"])) for r in rows.values()):
         problems.append(f"SmolLM2 study warm start: README {gain['warm']}")
     seeds = [r for r in _rows(pairs["file"]) if r["study"].startswith("DelTA > DAPO, SmolLM2")]
-    for key, col, f in (("lo", "identical", min), ("hi", "identical", max), ("mlo", "DelTA multiplier", min),
-                        ("mhi", "DelTA multiplier", max)):
+    for key, col, f in (("lo", "identical", min), ("hi", "identical", max), ("mlo", "DelTA loss scale", min),
+                        ("mhi", "DelTA loss scale", max)):
         if not seeds or not _same(pairs[key], f(float(r[col]) for r in seeds)):
             problems.append(f"SmolLM2 study {col} {f.__name__}: README {pairs[key]}")
     return problems, [claim.span(), gain.span(), pairs.span()]

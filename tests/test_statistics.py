@@ -587,9 +587,11 @@ def test_study_pairs_hand_computed(tmp_path):
     assert p.loc[0, "identical"] == pytest.approx(100 * 3 / 8) and p.loc[1, "identical"] == 0.0
     # seed 0: DelTA right on rows 0-5, DAPO on rows 0-1 -> agree on rows 0, 1, 6, 7; seed 1: DelTA all, DAPO 0-3
     assert p.loc[0, "same correctness"] == pytest.approx(50.0) and p.loc[1, "same correctness"] == pytest.approx(50.0)
-    assert p.loc[0, "DelTA multiplier"] == pytest.approx(1.3) and p.loc[0, "DAPO multiplier"] == 1.0
+    assert p.loc[0, "DelTA loss scale"] == pytest.approx(1.3) and p.loc[0, "DAPO loss scale"] == 1.0  # the old log name
+    # seed 0's DelTA logged 7,200 s of steps against a last segment of 600 s: interrupted and resumed; no other run
+    assert p.loc[0, "resumed"] == "DelTA" and p.loc[1, "resumed"] == ""
     assert p.loc[0, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[0, "DAPO hours"])  # 2 x 3600 s of steps
-    assert p.loc[1, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[1, "DAPO multiplier"])  # train_runtime
+    assert p.loc[1, "DelTA hours"] == pytest.approx(2.0) and np.isnan(p.loc[1, "DAPO loss scale"])  # train_runtime
     # swapping the methods mirrors the difference; a seed lacking one side is left out, no NaN row
     q = study_pairs(plan, runs, "appK_significance", a="DAPO", b="DelTA")
     assert (q["DAPO − DelTA"] == -p["DelTA − DAPO"]).all() and (q["identical"] == p["identical"]).all()
@@ -675,7 +677,7 @@ def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
         if r.method in last:
             _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
             (runs / rid / "log_history.json").write_text(json.dumps(
-                [{"credit/step_multiplier": 1.1 if r.method == "DelTA" else 1.0, "step_time": 1800.0}] * 2))
+                [{"credit/loss_scale": 1.1 if r.method == "DelTA" else 1.0, "step_time": 1800.0}] * 2))
     _run(runs, warm_start_dir(runs, "tiny-qwen3", "math").name, "warm start", 0, 2)  # 25 % held out
     st = study_report(plan, runs, "appK_significance")
     assert set(st) == {"spec", "row", "pairs", "curves", "learning", "hours", "runs"}
@@ -687,7 +689,8 @@ def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
     text = study_text(st)
     assert text.startswith("**DelTA > DAPO**, registered 2026-12-04: ") and "+50.00 [" in text and "over 3 vs 3 seeds" in text
     assert "DelTA +62.5 [" in text and "DAPO +12.5 [" in text and "(25.00 %)" in text  # gains over the warm start
-    assert "step multiplier is 1.10 to 1.10 (DAPO's 1.00 to 1.00), so DelTA also takes larger steps" in text
+    assert ("loss scale (mean λ̄ over tokens with Â ≠ 0) is 1.10 to 1.10 (DAPO's 1.00 to 1.00), a factor AdamW divides "
+            "out, not a larger step") in text and "larger steps" not in text and "Interrupted" not in text
     assert "Training took 6.0 hours summed over its 6 finished runs" in text
     # seeds' accuracies 75, 87.5, 100 and 25, 37.5, 50: SD 12.5 each (ddof 1), pooled 12.5
     assert "SD of the held-out accuracy: DelTA 12.50, DAPO 12.50 points (pooled 12.50, over the 3 seeds both have)" in text
