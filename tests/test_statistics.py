@@ -711,3 +711,81 @@ def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_inte
         if r.method in last and r.seed == 3: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
     c = primary_claim(plan, runs).loc["DelTA > DAPO"]
     assert not c["verdict"].startswith("interim") and c["verdict"] == "contradicted at this scale"
+
+
+def _study_plan(tmp_path):
+    "A replication-shaped plan: DAPO and DelTA seeds 0-5, Placebo and Random λ seeds 0-3 (seeds_by_method)."
+    raw = yaml.safe_load(open("configs/smoke.yaml"))
+    raw["tasks"]["math"]["select"] = "dev"
+    raw["tasks"]["math"]["eval"] = {"dev": raw["tasks"]["math"]["eval"]["chain_sum-heldout"],
+                                    "held": raw["tasks"]["math"]["eval"]["chain_sum-heldout"]}
+    raw["artefacts"] = {"table9_smollm2@replication": {
+        "backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO", "DelTA", "Placebo", "Random λ"],
+        "seeds": [0, 1, 2, 3, 4, 5], "seeds_by_method": {"Placebo": [0, 1, 2, 3], "Random λ": [0, 1, 2, 3]}}}
+    common = dict(artefact="table9_smollm2@replication", relation=">", checkpoint="last", benchmarks=["held"],
+                  alpha=0.05, equivalence_margin=2.0, same_start=True, study="replication")
+    raw["primary_claim"] = [
+        {**common, "claim": "H0", "a": "Placebo", "b": "DAPO", "relation": "≈", "seeds": [0, 1, 2, 3], "control": True},
+        {**common, "claim": "H1", "a": "DAPO", "b": "DelTA", "seeds": [0, 1, 2, 3, 4, 5]},
+        {**common, "claim": "H2", "a": "DelTA", "b": "Random λ", "seeds": [0, 1, 2, 3], "family": "H2-H3"},
+        {**common, "claim": "H3", "a": "Random λ", "b": "DAPO", "seeds": [0, 1, 2, 3], "family": "H2-H3"}]
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    return load_plan(tmp_path / "plan.yaml")
+
+
+def test_the_replication_study_reads_its_seeds_one_start_holm_and_the_placebo(tmp_path):
+    plan = _study_plan(tmp_path)
+    assert sorted(plan.runs[r].seed for r in plan.artefact_runs["table9_smollm2@replication"]
+                  if plan.runs[r].method == "Placebo") == [0, 1, 2, 3]
+    runs = tmp_path / "runs"
+    held = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 4, last=held[r.method][r.seed])
+        done = json.loads((runs / rid / "DONE").read_text())
+        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
+    t = primary_claim(plan, runs)
+    # H1 reads all 6 seeds (DAPO 26/48, DelTA 20/48 correct: +12.5 points); the others seeds 0-3 only
+    assert t.loc["H1", "n_a"] == 6 and t.loc["H1", "effect"] == pytest.approx(100 * (26 - 20) / 48)
+    assert t.loc["H0", "n_a"] == 4 and t.loc["H0", "n_b"] == 4 and t.loc["H0", "effect"] == pytest.approx(100 / 32)
+    assert t.loc["H1", "start"] == "a" * 12 and t.loc["H0", "registered seeds"] == "4 vs 4"
+    # H2 and H3: one family, Holm over 2 tests: p_holm = min(1, 2 p) for the smaller p; H0, H1 alone
+    h = t.loc[["H2", "H3"]]
+    assert (h["family"] == "replication: H2-H3 (Holm)").all() and t.loc["H1", "family"] == "primary"
+    assert h["p_holm"].min() == pytest.approx(min(1.0, 2 * h["p"].min()))
+    assert t.loc["H1", "p_holm"] == t.loc["H1", "p"]
+    # the placebo null: H0's interval; H3's +12.5 points (Random λ 31/32 vs DAPO 17/32 on seeds 0-3) is outside it
+    assert t.loc["H0", "placebo null"] == "" and t.loc["H3", "placebo null"].startswith("outside the placebo's +3.12 [")
+    # sturdiness (6 paired seeds): leaving one pair out moves H1 between the hand-computed extremes
+    loo = [100 * ((26 - held["DAPO"][i]) - (20 - held["DelTA"][i])) / 40 for i in range(6)]
+    assert t.loc["H1", "loo_low"] == pytest.approx(min(loo)) and t.loc["H1", "loo_high"] == pytest.approx(max(loo))
+    assert t.loc["H1", "ci_indep_low"] <= t.loc["H1", "effect"] <= t.loc["H1", "ci_indep_high"]
+    assert t.loc["H1", "loo_excludes_0"].endswith("of 6")
+    # a run that started from other weights: the study refuses to pair, naming it
+    rid = next(r for r in plan.runs if plan.runs[r].method == "DelTA" and plan.runs[r].seed == 3)
+    done = json.loads((runs / rid / "DONE").read_text())
+    (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "b" * 64}}))
+    with pytest.raises(ValueError, match=f"different weights.*{rid}"):
+        primary_claim(plan, runs)
+    (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {}}))
+    with pytest.raises(ValueError, match="record no starting weights"):
+        primary_claim(plan, runs)
+
+
+def test_a_claim_s_seeds_must_be_listed_for_both_sides(tmp_path):
+    plan = _study_plan(tmp_path)
+    plan.raw["primary_claim"][0]["seeds"] = [0, 1, 4]  # Placebo has no seed 4
+    with pytest.raises(ValueError, match="primary_claim.seeds"):
+        primary_claim(plan, tmp_path / "runs")
+
+
+@pytest.mark.parametrize("by_method, says", [({"SAPO": [0]}, "seeds_by_method must map methods of the artefact"),
+                                             ({"Placebo": [9]}, r"seeds_by_method\['Placebo'\]"),
+                                             ({"Placebo": []}, r"seeds_by_method\['Placebo'\]"),
+                                             ([0, 1], "seeds_by_method must map")])
+def test_seeds_by_method_is_checked_naming_the_entry(tmp_path, by_method, says):
+    _study_plan(tmp_path)
+    raw = yaml.safe_load((tmp_path / "plan.yaml").read_text())
+    raw["artefacts"]["table9_smollm2@replication"]["seeds_by_method"] = by_method
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with pytest.raises(ValueError, match=says):
+        load_plan(tmp_path / "plan.yaml")
