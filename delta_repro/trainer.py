@@ -24,7 +24,7 @@ from .coefficients import (DeltaConfig, DeltaCoefficients, StreamingDeltaEstimat
                                       delta_coefficients, random_coefficients)
 from .losses import future_kl_weights, token_selection_weights
 from .methods import METHODS
-from .oracle import oracle_scores, oracle_weights
+from .oracle import CLASS_KEYS, class_weights, oracle_scores, oracle_weights
 from .proxies import (backbone, capture_final_hidden_states, completion_proxies, lm_head_proxy,
                                  output_embedding, sample_completions, topk_hidden_proxy)
 
@@ -144,6 +144,9 @@ class DeltaGRPOConfig(GRPOConfig):
         "chain_sum answer key, delta_repro.oracle: a diagnostic of DelTA's premise, not a method)."})
     loss_scale: float = field(default=1.0, metadata={"help": "With credit_assignment='constant': the weight of every "
         "token, i.e. the factor on the loss (> 0)."})
+    credit_classes: str = field(default="none", metadata={"help": "'chain_sum': log each rollout batch the mean token "
+        "weight on the oracle's decisive and shared tokens of each side (classes/*, delta_repro.oracle.class_weights; "
+        "rows need the chain_sum question); 'none': not logged. Logging only: training is unchanged."})
     delta_K: int = field(default=1, metadata={"help": "DelTA refinement steps K (0 = w/o refinement)."})
     delta_lam_min: float = field(default=0.8, metadata={"help": "Lower end of the λ range."})
     delta_lam_max: float = field(default=1.2, metadata={"help": "Upper end of the λ range."})
@@ -185,6 +188,7 @@ class DeltaGRPOConfig(GRPOConfig):
         if self.delta_proxy not in ("lm_head", "topk_hidden"): bad("delta_proxy", ("lm_head", "topk_hidden"))
         if self.delta_statistics not in ("global", "local"): bad("delta_statistics", ("global", "local"))
         if self.proxy_cache not in PROXY_CACHES: bad("proxy_cache", PROXY_CACHES)
+        if self.credit_classes not in ("none", "chain_sum"): bad("credit_classes", ("none", "chain_sum"))
         if self.token_selection not in ("top", "random", "bottom"): bad("token_selection", ("top", "random", "bottom"))
         _check_number("token_selection_ratio", self.token_selection_ratio, 0, open_low=True, high=1)
         _check_number("loss_scale", self.loss_scale, 0, open_low=True)
@@ -526,6 +530,20 @@ def _log_credit(self: DeltaGRPOTrainer, advantages, weights, mask, selected=None
     for k, v in d.items():
         if math.isfinite(v): self._metrics["train"][f"credit/{k}"].append(v)
 
+@patch
+def _log_classes(self: DeltaGRPOTrainer, inputs, out, advantages, weights, mask, alpha=None):
+    """With `credit_classes="chain_sum"`: log the mean weight on the oracle's decisive and shared tokens of each side
+    (`oracle.class_weights`, pooled over processes) as `classes/<class>_<side>`; a class without tokens is not
+    logged. `alpha`: the oracle's scores when already computed."""
+    if self.args.credit_classes == "none": return
+    if alpha is None:
+        alpha = oracle_scores(inputs, out["completion_ids"].cpu(), advantages.cpu(), mask.cpu(), self.processing_class)
+    cw = class_weights(alpha, weights, advantages, mask)
+    sums = torch.tensor([v for k in CLASS_KEYS for v in cw[k]], dtype=torch.float64)
+    if self.accelerator.num_processes > 1: sums = self.accelerator.reduce(sums.to(self.accelerator.device), reduction="sum").cpu()
+    for i, k in enumerate(CLASS_KEYS):
+        if sums[2 * i + 1] > 0: self._metrics["train"][f"classes/{k}"].append(float(sums[2 * i] / sums[2 * i + 1]))
+
 # %% ../nbs/03_trainer.ipynb #bc367c16
 @patch
 def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
@@ -545,6 +563,7 @@ def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
     if ca in ("none", "fipo"):  # token weight 1 unless FIPO or an entropy mask re-weights inside the loss
         plain = ca == "none" and self.args.top_entropy_quantile >= 1.0
         self._log_credit(out["advantages"], torch.ones_like(mask, dtype=torch.float32) if plain else None, mask)
+        if plain: self._log_classes(inputs, out, out["advantages"], torch.ones_like(mask, dtype=torch.float32), mask)
         return out
     t0 = time.perf_counter()
     adv = out["advantages"]
@@ -553,7 +572,9 @@ def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
         weights = mask.to(torch.float32) * self.args.loss_scale
         out["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * weights.to(adv.dtype)
         self._log_credit(adv, weights, mask)
+        self._log_classes(inputs, out, adv, weights, mask)
         return out
+    alpha = None
     if ca == "oracle":  # λ from the answer key (delta_repro.oracle), DelTA's range and normaliser
         a = self.args
         alpha = oracle_scores(inputs, out["completion_ids"].cpu(), adv.cpu(), mask.cpu(), self.processing_class)
@@ -597,6 +618,7 @@ def _generate_and_score_completions(self: DeltaGRPOTrainer, inputs):
     out["advantages"] = (adv[:, None] if adv.ndim == 1 else adv) * weights.to(adv.dtype)
     self._log_coefficients(coefs, weights, mask, entropies, time.perf_counter() - t0)
     self._log_credit(adv, weights, mask, (weights > 0) if ca == "token_selection" else None)
+    self._log_classes(inputs, out, adv, weights, mask, alpha if ca == "oracle" else None)
     return out
 
 # %% ../nbs/03_trainer.ipynb #3adc24cb

@@ -163,3 +163,40 @@ def test_the_trainer_applies_the_arm_s_weights(tok, tmp_path, method):
         assert (alpha.sum(1) > 0).all()  # every completion has decisive tokens: totals or the answer
         assert "delta/lam_mean" in {k for k in tr._metrics["train"]}
     assert tr._metrics["train"]["credit/loss_scale"][-1] == pytest.approx(float(w[mask.bool()].mean()), rel=1e-5)
+
+
+@pytest.mark.parametrize("method", ["DAPO", "DelTA", "Placebo", "Oracle premise"])
+def test_every_arm_logs_its_weight_on_the_oracle_classes(tok, tmp_path, method):
+    from delta_repro.oracle import class_weights
+    completions = [GOOD, SLIP, r"\boxed{17}", r"6+5=12, 12-1=11, 11+7=18, so \boxed{18}"]
+    _, dapo = _generation_batch(tok, completions, "DAPO", tmp_path)
+    tr = _replay_trainer(tok, completions, method, tmp_path)
+    tr.args.credit_classes = "chain_sum"
+    tr.model.train()
+    tr.current_gradient_accumulation_steps = 1
+    out = tr._generate_and_score_completions(next(iter(tr.get_train_dataloader())))
+    adv, mask = dapo["advantages"], out["completion_mask"]
+    w = out["advantages"] / adv[:, None] if out["advantages"].ndim == 2 else torch.ones(mask.shape)  # DAPO: Â (B,)
+    cw = class_weights(oracle_scores([{"question": Q}] * 4, out["completion_ids"], adv, mask, tok), w, adv, mask)
+    logged = {k.removeprefix("classes/"): v[-1] for k, v in tr._metrics["train"].items() if k.startswith("classes/")}
+    assert set(logged) == {k for k, (_, n) in cw.items() if n}
+    for k, v in logged.items():
+        assert v == pytest.approx(cw[k][0] / cw[k][1], rel=1e-6)
+    if method == "DAPO": assert all(v == pytest.approx(1.0) for v in logged.values())
+    if method == "Oracle premise": assert logged["decisive_correct"] > logged["shared_correct"]
+
+
+def test_credit_classes_is_checked_by_name():
+    with pytest.raises(ValueError, match="credit_classes"):
+        DeltaGRPOConfig(output_dir="/tmp/x", use_cpu=True, credit_classes="gsm8k")
+
+
+def test_logging_the_classes_leaves_training_unchanged(make_trainer):
+    runs = []
+    for classes in ("none", "chain_sum"):
+        tr = make_trainer(max_steps=4, credit_assignment="delta", credit_classes=classes)
+        tr.train()
+        runs.append((torch.cat([p.detach().flatten() for p in tr.model.parameters()]),
+                     [h for h in tr.state.log_history if "classes/shared_correct" in h or "classes/shared_wrong" in h]))
+    assert torch.equal(runs[0][0], runs[1][0])  # bit for bit
+    assert not runs[0][1] and runs[1][1]  # logged only when asked
