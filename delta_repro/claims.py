@@ -422,14 +422,14 @@ def _judge_families(out: pd.DataFrame, specs: list) -> pd.DataFrame:
     return out
 
 def _placebo_null(out: pd.DataFrame, specs: list) -> pd.DataFrame:
-    """Where each claim of a study falls against the study's control (`control: true`, e.g. DAPO with a loss scale
+    """Where each claim of a study falls against the study's control (`role: control`, e.g. DAPO with a loss scale
     AdamW cancels, against DAPO): `placebo null` gives the control's own effect and 95 % interval, the spread that
     "no difference" shows after training, and whether the claim's effect lies inside it. Rows of studies without a
     control, or read before the control is, get ""."""
     out = out.copy()
     out["placebo null"] = ""
     for s in specs:
-        if not s.get("control"): continue
+        if s.get("role") != "control": continue
         c = out.loc[s["claim"]]
         if not _finite_number(c.get("effect")): continue
         lo, hi = float(c["ci_low"]), float(c["ci_high"])

@@ -553,7 +553,7 @@ def test_results_page_gaps_and_curves_hand_computed(tmp_path):
     assert title == "DelTA > DAPO: tiny-qwen3, 2 steps"  # the smoke plan's steps
     assert curves.equals(study_curves(plan, runs, "appK_significance", ("DAPO", "DelTA")))
     ov = claims_overview(primary_claim(plan, runs).reset_index())
-    assert ov.loc["DelTA > DAPO", "DelTA − DAPO [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.050"
+    assert ov.loc["DelTA > DAPO", "effect [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.050"
     text = conclusion(ov, g)
     assert "**DelTA > DAPO**" in text and "not shown equivalent within ±5" in text and "1 of those contain 0" not in text
 
@@ -725,10 +725,10 @@ def _study_plan(tmp_path):
     common = dict(artefact="table9_smollm2@replication", relation=">", checkpoint="last", benchmarks=["held"],
                   alpha=0.05, equivalence_margin=2.0, same_start=True, study="replication")
     raw["primary_claim"] = [
-        {**common, "claim": "H0", "a": "Placebo", "b": "DAPO", "relation": "≈", "seeds": [0, 1, 2, 3], "control": True},
-        {**common, "claim": "H1", "a": "DAPO", "b": "DelTA", "seeds": [0, 1, 2, 3, 4, 5]},
-        {**common, "claim": "H2", "a": "DelTA", "b": "Random λ", "seeds": [0, 1, 2, 3], "family": "H2-H3"},
-        {**common, "claim": "H3", "a": "Random λ", "b": "DAPO", "seeds": [0, 1, 2, 3], "family": "H2-H3"}]
+        {**common, "claim": "H0", "a": "Placebo", "b": "DAPO", "relation": "≈", "seeds": [0, 1, 2, 3], "role": "control"},
+        {**common, "claim": "H1", "a": "DAPO", "b": "DelTA", "seeds": [0, 1, 2, 3, 4, 5], "role": "replication"},
+        {**common, "claim": "H2", "a": "DelTA", "b": "Random λ", "seeds": [0, 1, 2, 3], "family": "H2-H3", "role": "dose"},
+        {**common, "claim": "H3", "a": "Random λ", "b": "DAPO", "seeds": [0, 1, 2, 3], "family": "H2-H3", "role": "premise"}]
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
     return load_plan(tmp_path / "plan.yaml")
 
@@ -789,3 +789,42 @@ def test_seeds_by_method_is_checked_naming_the_entry(tmp_path, by_method, says):
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
     with pytest.raises(ValueError, match=says):
         load_plan(tmp_path / "plan.yaml")
+
+
+def test_the_replication_page_hand_computed(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    from delta_repro.results import plot_arm_differences, replication_report, replication_text, study_report
+    plan = _study_plan(tmp_path)
+    runs = tmp_path / "runs"
+    assert replication_report(plan, runs, "table9_smollm2@replication")["runs"] == 0
+    text = replication_text(replication_report(plan, runs, "table9_smollm2@replication"))
+    assert text.startswith("0 of the 20 registered runs have finished") and "explain nothing" in text
+    held = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
+    weights = {"DAPO": (1.0, 1.0), "DelTA": (1.2, 0.9), "Placebo": (1.15, 1.15), "Random λ": (1.0, 1.0)}
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 4, last=held[r.method][r.seed])
+        done = json.loads((runs / rid / "DONE").read_text())
+        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
+        d, s = weights[r.method]
+        (runs / rid / "log_history.json").write_text(json.dumps(
+            [{"classes/decisive_correct": d, "classes/shared_correct": s, "classes/decisive_wrong": d,
+              "classes/shared_wrong": s, "step_time": 900.0}] * 2))
+    assert study_report(plan, runs, "table9_smollm2@replication") == {}  # several claims: a page of their own
+    rep = replication_report(plan, runs, "table9_smollm2@replication")
+    assert rep["runs"] == 20 and rep["hours"] == pytest.approx(10.0) and list(rep["claims"].index) == ["H0", "H1", "H2", "H3"]
+    assert set(rep["pairs"]) == {"DelTA", "Placebo", "Random λ"} and len(rep["pairs"]["Placebo"]) == 4
+    assert rep["pairs"]["DelTA"]["DelTA − DAPO"].tolist() == pytest.approx([-12.5, 0.0, -25.0, -12.5, 0.0, -25.0])
+    assert rep["classes"].loc["DelTA", "decisive / shared, correct"] == pytest.approx(1.2 / 0.9)
+    assert rep["classes"].loc["DelTA", "seeds logged"] == 6
+    text = replication_text(rep)
+    assert "20 of the 20 registered runs have finished (10.0 hours of training)." in text
+    assert "- **H1** (DAPO − DelTA, 6 vs 6 seeds): " in text and "seeds resampled independently" in text
+    assert "DelTA 1.33 in correct and 1.33 in wrong completions (6 seeds)" in text
+    # every hypothesis read at its registered seeds: the why section, from the verdicts
+    assert "**Why DelTA does not help here.**" in text and "A loss scale that AdamW divides out moves" in text
+    # H1: DAPO − DelTA = +12.5 points over 6 vs 6 seeds; H2 (dose) and H3 (premise) read by their registered roles
+    assert "The deficit replicates on new seeds from one warm start: DAPO − DelTA = +12.50 [" in text
+    assert "A wider λ range" in text and "The premise made exact beats DAPO: Random λ − DAPO = +43.75 [" in text
+    fig = plot_arm_differences(rep)
+    assert len(fig.axes[0].get_yticklabels()) == 3
