@@ -87,8 +87,29 @@ def _strip_directives(app, docname: str, source: list) -> None:
         source[0] = json.dumps(nbdev_cells(json.loads(source[0])))
 
 
+_IPYNB_LINK = re.compile(r'(href=")([^"#:?]+?)\.ipynb((?:#[^"]*)?")')
+
+
+def _ipynb_links(app, exception) -> None:
+    """Sphinx `build-finished` hook: a link to a notebook written inside a cell's output (the results page lists every
+    report that way, as `name.ipynb`, so that it also works where the notebook itself is read) is not rewritten by
+    MyST-NB, which resolves links in Markdown cells only. Here every local `href="….ipynb"` whose page the site holds
+    becomes `….html`; a link to a notebook the site lacks is left as it is, and `tests/test_site.py`'s link crawl
+    fails on it."""
+    if exception is not None or app.builder.format != "html":
+        return
+    from urllib.parse import unquote
+    for page in Path(app.outdir).rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        fixed = _IPYNB_LINK.sub(lambda m: f"{m.group(1)}{m.group(2)}.html{m.group(3)}"
+                                if (page.parent / f"{unquote(m.group(2))}.html").exists() else m.group(0), text)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
 def setup(app):
     app.connect("source-read", _strip_directives)
+    app.connect("build-finished", _ipynb_links)
     # sphinx-mathjax-offline only sets mathjax_path and copies its files once the build has finished: it is safe for
     # parallel reading, but does not say so (Sphinx would then read serially, with a warning)
     app.extensions["sphinx-mathjax-offline"].parallel_read_safe = True

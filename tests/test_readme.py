@@ -123,13 +123,53 @@ def study_problems(text: str) -> tuple[list[str], list[tuple]]:
     return problems, [claim.span(), gain.span(), pairs.span()]
 
 
+def outcome_problems(text: str) -> list[str]:
+    """The README's opening outcome (before `## Two commands`) and the result table against `figures/cpu/claims.csv`:
+    each study's effect, interval and seeds, and each table row's effect, interval, seeds, verdict, equivalence bound
+    and TOST reading, by claim. Empty when every number matches."""
+    problems = []
+    rows = {r["claim"]: r for r in _rows("figures/cpu/claims.csv") if r["family"] == "primary"}
+    head = " ".join(text.split("## Two commands")[0].split())
+    for claim, where in (("DelTA > DAPO, SmolLM2-135M", "on SmolLM2-135M-Instruct"), ("DelTA > DAPO", "on a 1M-parameter policy")):
+        m = re.search(rf"{where} (?P<e>{NUM}) points \(95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), (?P<n>\d+) seeds a method", head)
+        if not m:
+            problems.append(f"the opening outcome does not state {claim} as '{where} X points (95 % CI a to b, n seeds a method'")
+            continue
+        r = rows[claim]
+        for key, col in (("e", "effect"), ("lo", "ci_low"), ("hi", "ci_high"), ("n", "n_a"), ("n", "n_b")):
+            if not _same(m[key], float(r[col])): problems.append(f"opening {claim} {col}: README {m[key]}, claims.csv {r[col]}")
+    table = re.findall(rf"^\| (?P<claim>DelTA > DAPO[^|]*?) \| [^|]* \| (\d+) \| ({NUM}) \[({NUM}), ({NUM})\] \| ([a-z ]+) \| "
+                       rf"({NUM}): ([a-z ]+ ±{NUM}) \|$", section(text, "Result so far"), re.M)
+    if sorted(t[0] for t in table) != sorted(rows):
+        problems.append(f"the result table should have one row per registered claim of the SmolLM2 study and the cpu profile, "
+                        f"has {[t[0] for t in table]}")
+    for claim, n, e, lo, hi, verdict, bound, tost in table:
+        r = rows.get(claim)
+        if r is None: continue
+        for v, col in ((n, "n_a"), (e, "effect"), (lo, "ci_low"), (hi, "ci_high"), (bound, "equivalence_bound")):
+            if not _same(v, float(r[col])): problems.append(f"table {claim} {col}: README {v}, claims.csv {r[col]}")
+        if verdict != r["verdict"] or tost != r["tost"]:
+            problems.append(f"table {claim} verdict: README '{verdict}; {tost}', claims.csv '{r['verdict']}; {r['tost']}'")
+    return problems
+
+
+def test_the_opening_outcome_and_the_result_table_are_the_claims_file():
+    text = README.read_text()
+    assert outcome_problems(text) == []
+    assert any("opening DelTA > DAPO, SmolLM2-135M effect" in p for p in outcome_problems(text.replace("−1.04 points (95", "−1.40 points (95")))
+    assert any("table DelTA > DAPO ci_high" in p for p in outcome_problems(text.replace("[−1.07, +0.96]", "[−1.07, +0.69]")))
+    assert any("verdict" in p for p in outcome_problems(text.replace("| not supported |", "| supported |")))
+
+
 def test_readme_first_screen():
     text = README.read_text()
     lines = text.splitlines()
     assert len(lines) <= 150, f"{len(lines)} lines: move details to docs/"
+    # the outcome comes first, in plain words, before anything to run or read
+    assert next(i for i, l in enumerate(lines) if l.startswith("**What we found")) < 12
     headings = [l for l in lines if l.startswith("## ")]
     assert headings[:2] == ["## Two commands", "## Result so far"], headings
-    assert lines.index("## Result so far") < 50  # the result is on the first screen
+    assert lines.index("## Result so far") < 60
     head = section(text, "Result so far")
     assert "primary claim" in head and "not supported" in head and "measured on training problems" in head
     (figure,) = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", head)
