@@ -98,11 +98,12 @@ def _ipynb_links(app, exception) -> None:
     fails on it."""
     if exception is not None or app.builder.format != "html":
         return
+    from html import unescape
     from urllib.parse import unquote
     for page in Path(app.outdir).rglob("*.html"):
-        text = page.read_text(encoding="utf-8")
+        text = page.read_text(encoding="utf-8")  # attribute values are HTML-escaped ("@" as "&#64;")
         fixed = _IPYNB_LINK.sub(lambda m: f"{m.group(1)}{m.group(2)}.html{m.group(3)}"
-                                if (page.parent / f"{unquote(m.group(2))}.html").exists() else m.group(0), text)
+                                if (page.parent / f"{unquote(unescape(m.group(2)))}.html").exists() else m.group(0), text)
         if fixed != text:
             page.write_text(fixed, encoding="utf-8")
 
