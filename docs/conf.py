@@ -87,7 +87,7 @@ def _strip_directives(app, docname: str, source: list) -> None:
         source[0] = json.dumps(nbdev_cells(json.loads(source[0])))
 
 
-_IPYNB_LINK = re.compile(r'(href=")([^"#:?]+?)\.ipynb((?:#[^"]*)?")')
+_IPYNB_LINK = re.compile(r'(href=")(?![a-zA-Z][a-zA-Z0-9+.-]*:)([^"?]+?)\.ipynb((?:#[^"]*)?")')
 
 
 def _ipynb_links(app, exception) -> None:
