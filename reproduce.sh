@@ -6,7 +6,7 @@
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
 #              cpu:   the default without a GPU: real RL on offline tasks, 2 cores / 24 GB. Finished runs are archived
 #                     in figures/cpu/runs/ and restored first, so a fresh clone trains only what the archive lacks (today
-#                     the SmolLM2 study's remaining runs, over an hour each, two at a time) and remakes every report;
+#                     the replication study's runs, half an hour to an hour each, two at a time) and remakes every report;
 #                     --retrain trains every run again: many hours (docs/reproduce.md gives the measured times)
 #              gpu1:  Qwen3-0.6B-Base on MATH with vLLM, DelTA vs DAPO (3 seeds) and ablations, ~a day on one 80 GB GPU
 #                     (the default when nvidia-smi sees exactly one GPU)
@@ -52,7 +52,7 @@ while [ $# -gt 0 ]; do
     --dry-run) dry_run=1; shift ;;
     --reports-only) reports_only=1; shift ;;
     --retrain) retrain=1; shift ;;
-    -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;  # the comment block above
     *) usage_error "unknown argument '$1'" ;;
   esac
 done
