@@ -418,3 +418,11 @@ def test_train_run_refuses_a_plan_whose_sets_overlap(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"chain_sum-heldout: 8 of 8 problems occur in train"):
         train_run(plan, rid, tmp_path / "runs")
     assert not (tmp_path / "runs" / rid / "DONE").exists() and not (tmp_path / "cache").exists()  # refused before any work
+
+
+def test_help_prints_the_comment_block_and_no_line_of_code():
+    import subprocess
+    out = subprocess.run(["bash", "reproduce.sh", "--help"], capture_output=True, text=True, timeout=60).stdout
+    lines = out.splitlines()
+    assert len(lines) > 10 and all(l.startswith("#") for l in lines), [l for l in lines if not l.startswith("#")]
+    assert "--reports-only" in out and "--only" in out
