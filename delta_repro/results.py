@@ -6,9 +6,9 @@ bands, and a conclusion written from those numbers."""
 
 # %% auto #0
 __all__ = ['OVERVIEW_COLUMNS', 'CLASS_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 'method_gaps', 'plot_gaps',
-           'study_curves', 'primary_study_curves', 'plot_study_curves', 'study_pairs', 'primary_study_pairs',
-           'study_report', 'study_text', 'class_weight_summary', 'replication_report', 'plot_arm_differences',
-           'replication_text', 'conclusion']
+           'figure_layout', 'study_curves', 'primary_study_curves', 'plot_study_curves', 'study_pairs',
+           'primary_study_pairs', 'study_report', 'study_text', 'class_weight_summary', 'replication_report',
+           'plot_arm_differences', 'replication_text', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
 import json
@@ -122,35 +122,75 @@ def method_gaps(plan, runs_dir: str | Path, a: str = "DelTA", b: str = "DAPO", m
     return out
 
 # %% ../nbs/09d_results.ipynb #b02df2e5
+def _gap_label(r) -> str:
+    "A short row label: the table, the backbone and the seeds (two lines), and which paper backbone the diamond is."
+    table = str(r["title"]).split(":")[0].replace(" (extension)", " (ext.)")
+    paper = r.get("paper backbone")
+    tail = f" · paper: {paper}" if _finite(r.get("paper")) and _finite_text(paper) and paper != "not stated" else ""
+    return f"{table} · {r['backbone']}\n{r['n_a']} vs {r['n_b']} seeds{tail}"
+
 def plot_gaps(gaps: pd.DataFrame, title: str | None = None):
     """A forest plot of `method_gaps`' rows: ours (dot and 95 % interval, or each seed's difference as small dots) and
-    the paper's (diamond) per artefact, in points, with 0 marked. Returns the matplotlib Figure. Raises `ValueError`
-    for an empty table."""
+    the paper's (diamond, its backbone named in the row's label) per artefact, in points, with 0 marked. Row labels
+    are short (table, backbone, seeds), the plot takes most of the width and the legend sits below it
+    (`figure_layout` checks both). Returns the matplotlib Figure. Raises `ValueError` for an empty table."""
     import matplotlib.pyplot as plt
     if not len(gaps): raise ValueError("gaps: no comparison to plot (no artefact has evaluated runs of both methods)")
     a, b = gaps.attrs.get("a", "DelTA"), gaps.attrs.get("b", "DAPO")
-    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(gaps) + 1.4))
+    fig, ax = plt.subplots(figsize=(8.0, 0.62 * len(gaps) + 1.9))
     ys = np.arange(len(gaps))[::-1]
     for y, (art, r) in zip(ys, gaps.iterrows()):
         if _finite(r["low"]):
             ax.errorbar(r["effect"], y, xerr=[[r["effect"] - r["low"]], [r["high"] - r["effect"]]], fmt="o",
-                        color="C0", capsize=3, label="ours, 95 % CI")
+                        color="C0", capsize=3, label="ours: mean, 95 % CI")
         else:
             diffs = [float(x.replace("−", "-")) for x in r["seed differences"].split(", ") if x]
-            ax.plot(diffs, [y] * len(diffs), ".", color="C0", alpha=0.6)
-            ax.plot(r["effect"], y, "o", color="C0", mfc="white", label="ours, seeds (no CI)")
-        if _finite(r["paper"]): ax.plot(r["paper"], y, "D", color="C3", label="paper")
+            ax.plot(diffs, [y] * len(diffs), ".", color="C0", alpha=0.6, label="ours: one seed")
+            ax.plot(r["effect"], y, "o", color="C0", mfc="white", label="ours: mean (under 3 seeds, no CI)")
+        if _finite(r["paper"]): ax.plot(r["paper"], y, "D", color="C3", label="paper (its backbone in the label)")
     ax.axvline(0, color="0.6", lw=0.8)
-    ax.set_yticks(ys, [f"{r['title']} ({r['backbone']}, {r['n_a']} vs {r['n_b']})" for _, r in gaps.iterrows()],
-                  fontsize=8)
+    ax.set_yticks(ys, [_gap_label(r) for _, r in gaps.iterrows()], fontsize=8)
+    ax.set_ylim(ys.min() - 0.6, ys.max() + 0.6)
+    ax.margins(x=0.08)
     ax.set_xlabel(f"{a} − {b}, points ({'last policy' if gaps.attrs.get('metric') == 'last' else 'selected checkpoint'})")
     handles, labels = [], []
     for h, l in zip(*ax.get_legend_handles_labels()):
         if l not in labels: handles.append(h); labels.append(l)
-    ax.legend(handles, labels, fontsize=7, loc="lower right")
+    ax.legend(handles, labels, fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16 - 0.5 / (len(gaps) + 2)),
+              ncol=2, frameon=False)
     if title: ax.set_title(title, fontsize=9)
     fig.tight_layout()
     return fig
+
+def figure_layout(fig) -> dict:
+    """Layout facts of a drawn Matplotlib figure, for tests of figures made for people: `plot_share` (the widest axes'
+    width as a share of the figure's), `legend_overlaps` (a legend's box overlaps an axes' plotting area), `clipped`
+    (text or markers that reach past the figure's edge: tick labels, titles, legends, data points)."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    W, H = fig.bbox.width, fig.bbox.height
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    share = max(ax.get_window_extent(r).width for ax in axes) / W if axes else 0.0
+    overlaps, clipped = False, []
+    for ax in axes:
+        box = ax.get_window_extent(r)
+        leg = ax.get_legend()
+        if leg is not None and leg.get_window_extent(r).overlaps(box): overlaps = True
+        lo_x, hi_x = sorted(ax.get_xlim())
+        lo_y, hi_y = sorted(ax.get_ylim())
+        ticks = [t for t in ax.get_xticklabels() if lo_x <= t.get_position()[0] <= hi_x] + \
+                [t for t in ax.get_yticklabels() if lo_y <= t.get_position()[1] <= hi_y]  # the ones drawn
+        items = [*ticks, ax.title, ax.xaxis.label, ax.yaxis.label]
+        if leg is not None: items.append(leg)
+        for t in items:
+            if not t.get_visible() or (hasattr(t, "get_text") and not t.get_text()): continue
+            e = t.get_window_extent(r)
+            if e.x0 < -1 or e.y0 < -1 or e.x1 > W + 1 or e.y1 > H + 1: clipped.append(getattr(t, "get_text", lambda: "legend")())
+        for line in ax.get_lines():
+            for x, y in ax.transData.transform(line.get_xydata()):
+                if np.isfinite(x) and np.isfinite(y) and not (box.x0 - 1 <= x <= box.x1 + 1 and box.y0 - 1 <= y <= box.y1 + 1):
+                    clipped.append(f"a point of {line.get_label()}")
+    return dict(plot_share=float(share), legend_overlaps=overlaps, clipped=clipped)
 
 # %% ../nbs/09d_results.ipynb #66d8512d
 def study_curves(plan, runs_dir: str | Path, artefact: str, methods=("DAPO", "DelTA")) -> pd.DataFrame:

@@ -828,3 +828,44 @@ def test_the_replication_page_hand_computed(tmp_path):
     assert "A wider λ range" in text and "The premise made exact beats DAPO: Random λ − DAPO = +43.75 [" in text
     fig = plot_arm_differences(rep)
     assert len(fig.axes[0].get_yticklabels()) == 3
+
+
+def test_the_figures_for_people_pass_their_layout_checks(tmp_path):
+    "The forest plot and the per-arm plot: most of the width for the data, legend off the data, nothing cut off."
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from delta_repro.results import figure_layout, plot_arm_differences, plot_gaps, replication_report
+    gaps = pd.read_csv("figures/cpu/results_gaps.csv").set_index("artefact")
+    gaps.attrs.update(a="DelTA", b="DAPO", metric="last")
+    lay = figure_layout(plot_gaps(gaps, "DelTA − DAPO"))
+    assert lay["plot_share"] >= 0.55 and not lay["legend_overlaps"] and lay["clipped"] == [], lay
+    plan = _study_plan(tmp_path)
+    runs = tmp_path / "runs"
+    held = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 4, last=held[r.method][r.seed])
+        done = json.loads((runs / rid / "DONE").read_text())
+        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
+    lay = figure_layout(plot_arm_differences(replication_report(plan, runs, "table9_smollm2@replication")))
+    assert lay["plot_share"] >= 0.5 and not lay["legend_overlaps"] and lay["clipped"] == [], lay
+    plt.close("all")
+
+
+def test_the_layout_check_fails_a_figure_not_made_for_people():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from delta_repro.results import figure_layout
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.plot([0, 1], [0, 1], label="a")
+    ax.set_yticks([0, 1], ["a row label far too long for its figure " * 4, "b"])
+    ax.legend(loc="center")
+    lay = figure_layout(fig)
+    assert lay["legend_overlaps"] and lay["clipped"]
+    fig, ax = plt.subplots(figsize=(6, 3))  # the old forest plot's fault: a long label squeezing the plot
+    ax.plot([0, 1], [0, 1])
+    ax.set_yticks([0, 1], ["Table 9 (extension): SmolLM2 trained 100 steps, the study (smollm2-long, 12 vs 12)", "b"])
+    fig.tight_layout()
+    assert figure_layout(fig)["plot_share"] < 0.55
+    plt.close("all")
