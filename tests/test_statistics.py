@@ -863,7 +863,7 @@ def test_the_layout_check_fails_a_figure_not_made_for_people():
     ax.legend(loc="center")
     lay = figure_layout(fig)
     assert lay["legend_overlaps"] and lay["clipped"]
-    fig, ax = plt.subplots(figsize=(6, 3))  # the old forest plot's fault: a long label squeezing the plot
+    fig, ax = plt.subplots(figsize=(7.5, 3))  # the old forest plot's fault: a long label squeezing the plot
     ax.plot([0, 1], [0, 1])
     ax.set_yticks([0, 1], ["Table 9 (extension): SmolLM2 trained 100 steps, the study (smollm2-long, 12 vs 12)", "b"])
     fig.tight_layout()
