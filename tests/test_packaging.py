@@ -231,3 +231,16 @@ def test_the_release_workflow_runs_the_ci_check_and_publishes_on_tags_by_trusted
     assert publish["permissions"] == {"id-token": "write"} and wf["permissions"] == {"contents": "read"}
     (pub,) = [s for s in publish["steps"] if s.get("uses", "").startswith("pypa/gh-action-pypi-publish")]
     assert "with" not in pub or not {"password", "user"} & set(pub["with"])  # no token: trusted publishing
+
+
+def test_the_index_page_of_the_wheel_has_no_relative_link_or_image(dist):
+    "The long description (PYPI.md) reads on a package index: no link or image that only resolves inside the clone."
+    sdist, wheel = dist
+    with zipfile.ZipFile(wheel) as z:
+        meta = z.read(next(n for n in z.namelist() if n.endswith("METADATA"))).decode()
+    body = meta.split("\n\n", 1)[1]
+    assert "Content-Type: text/markdown" in meta.split("\n\n", 1)[0] and "DeltaGRPOTrainer" in body
+    assert not re.findall(r"\]\((?![a-z]+://)[^)]*\)", body) and "![" not in body, "relative link or image"
+    with tarfile.open(sdist) as t:  # what the description sends a reader to is in the source distribution
+        names = {m.name.split("/", 1)[1] for m in t.getmembers() if "/" in m.name}
+    assert {"README.md", "docs/own_model.md", "docs/glossary.md", "PYPI.md"} <= names
