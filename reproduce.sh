@@ -131,6 +131,7 @@ pm() {  # papermill NOTEBOOK OUTPUT [-p name value ...]: execute a notebook from
     || { echo "[reproduce] $(basename "$out" .ipynb) failed; the end of $log:" >&2; tail -n 5 "$log" >&2; return 1; }
 }
 failed=()
+written=()  # the reports whose notebook ran to the end in this call
 start=$(date +%s)
 todo=()
 for rid in "${run_ids[@]}"; do
@@ -190,16 +191,22 @@ for art in "${arts[@]}"; do
   # not for smoke, whose numbers are no evidence (its copies stay under runs/smoke/notebooks/)
   pm "$nb" "$nbout/report/$art.ipynb" "${args[@]}" \
     && { [ "$profile" = smoke ] || python scripts/publish_report.py "$nbout/report/$art.ipynb" "$figs/notebooks/$art.ipynb" "$root" >/dev/null; } \
-    || failed+=("report:$art")
+    && written+=("$art") \
+    || { failed+=("report:$art"); echo "[reproduce] report $art FAILED: its files in $figs/ are not remade (see $nbout/report/$art.ipynb)" >&2; }
 done
 
 echo
 echo "[reproduce] summary — profile $profile, $(( $(date +%s) - start )) s"
-empty=()
-for art in "${arts[@]}"; do ls "$figs" 2>/dev/null | grep -qE "^${art%%@*}(\.|_)" || empty+=("$art"); done
-echo "  $(( ${#arts[@]} - ${#empty[@]} )) of ${#arts[@]} reports written (${arts[*]})${empty:+; nothing written for: ${empty[*]}}"
-echo; echo "[reproduce] key numbers at the $profile scale (full tables: learning.md, claims.md):"
-python -c "from delta_repro.reporting import key_numbers; print(key_numbers('$figs'))" | sed 's/^/  /' || true
+not_written=()
+for art in "${arts[@]}"; do [[ " ${written[*]} " == *" $art "* ]] || not_written+=("$art"); done
+# a report counts as written only when its notebook ran to the end in this call: files left from an earlier run are not
+echo "  ${#written[@]} of ${#arts[@]} reports written${written:+ (${written[*]})}${not_written:+; not written: ${not_written[*]}}"
+if [ ${#not_written[@]} -eq 0 ]; then
+  echo; echo "[reproduce] key numbers at the $profile scale (full tables: learning.md, claims.md):"
+  python -c "from delta_repro.reporting import key_numbers; print(key_numbers('$figs'))" | sed 's/^/  /' || true
+else
+  echo "  key numbers not printed: a report was not written, so $figs/ may hold numbers of an earlier run"
+fi
 echo "  executed notebooks: runs/$profile/notebooks/   figures and tables: figures/$profile/"
 if [ ${#failed[@]} -gt 0 ]; then echo "[reproduce] FAILED: ${failed[*]} (see the executed notebooks)" >&2; exit 1; fi
 exit 0

@@ -149,7 +149,8 @@ def seed_problems(plan, artefact: str, runs_dir: str | Path, method: str, metric
     (`method_runs`), for `metric` "selected" (the selected checkpoint, `eval.csv`) or "last" (the last policy,
     `eval_final.csv`): each a `pandas.Series` (%, the primary reading: the right answer in any form where the results
     have it) indexed by (benchmark, problem_id) over `benchmarks` (default `report_benchmarks`); runs not evaluated on
-    all of them are left out. The mean of a series is the run's question-weighted accuracy. Raises `ValueError` for
+    all of them are left out. The mean of a series is the run's question-weighted accuracy; its name is the
+    run and file it was read from ("<run_id>/eval_final.csv"), so an error can name them. Raises `ValueError` for
     another metric, or an unknown artefact or method."""
     if metric not in ("selected", "last"): raise ValueError(f"metric must be 'selected' or 'last', got {metric!r}")
     ids = method_runs(plan, artefact, method)
@@ -159,7 +160,7 @@ def seed_problems(plan, artefact: str, runs_dir: str | Path, method: str, metric
         p = Path(runs_dir) / rid / _eval_file(metric)
         if not p.exists(): continue
         s = _problem_series(p, bench)
-        if set(s.index.get_level_values(0)) == set(bench): out[plan.runs[rid].seed] = s
+        if set(s.index.get_level_values(0)) == set(bench): out[plan.runs[rid].seed] = s.rename(f"{rid}/{p.name}")
     return out
 
 def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: str = "selected",
@@ -183,12 +184,16 @@ def seed_scores(plan, artefact: str, runs_dir: str | Path, method: str, metric: 
 def problem_matrix(series: list) -> np.ndarray:
     """(S, P) float array of S per-problem accuracy series (`seed_problems`' values, or a warm start's) on the same P
     problems, aligned by (benchmark, problem_id). Raises `ValueError` when the series do not hold the same problems
-    (runs scored on different problem sets cannot be paired) or when there are none."""
+    (runs scored on different problem sets cannot be paired; the message names the two series by their names,
+    `seed_problems`' run and file) or when there are none."""
     if not series: raise ValueError("series must hold at least one run")
     idx = series[0].index
     for s in series[1:]:
         if len(s.index) != len(idx) or not s.index.sort_values().equals(idx.sort_values()):
-            raise ValueError("series: the runs were not scored on the same problems; they cannot be paired")
+            who = lambda x: f"{x.name} ({len(x)} problems)" if x.name is not None else f"a run ({len(x)} problems)"
+            raise ValueError(f"series: the runs were not scored on the same problems, so they cannot be paired: "
+                             f"{who(s)} against {who(series[0])} (a damaged or cut evaluation file, or another "
+                             "evaluation set)")
     idx = idx.sort_values()
     return np.stack([s.reindex(idx).to_numpy(float) for s in series])
 

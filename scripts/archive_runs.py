@@ -33,6 +33,7 @@ def _tar_bytes(base: Path, files: list[Path]) -> bytes:
 
 
 REFUSED: list[str] = []  # what differed from its archive in this call (main() exits 1 when any did)
+DAMAGED: list[str] = []  # archives that unpacked but held a damaged file (restore() names them; not restored)
 
 
 def _committed(target: Path) -> bytes | None:
@@ -118,11 +119,47 @@ def _unpack(archive_file: Path, dest: Path, inner: str) -> None:
     shutil.rmtree(tmp)
 
 
+EVAL_COLUMNS = ("benchmark", "problem_id")  # what every reader of an evaluation aligns on
+
+
+def check_run(run_dir: Path) -> list[str]:
+    """What is damaged in a restored run or warm-start evaluation folder, one "file: reason" each (empty: nothing):
+    `DONE`, `log_history.json` and `selection.json` must parse as JSON (`DONE` an object naming its run), and
+    `eval.csv`/`eval_final.csv` must parse as CSV with the columns every reader aligns on, at least one row, and every
+    row as long as the header (a file cut off mid-row). An archive can unpack and still hold a file cut off mid-write;
+    one cut exactly at a row's end reads as fewer problems, which the reports name by run (`scores.problem_matrix`)."""
+    import csv
+    problems = []
+    for name in ("DONE", "log_history.json", "selection.json"):
+        f = run_dir / name
+        if not f.exists(): continue
+        try: data = json.loads(f.read_text())
+        except (ValueError, UnicodeDecodeError) as e: problems.append(f"{name}: not valid JSON ({e})"); continue
+        if name == "DONE" and not (isinstance(data, dict) and data.get("run_id") == run_dir.name):
+            problems.append(f"DONE: not the record of run {run_dir.name}")
+    for name in ("eval.csv", "eval_final.csv"):
+        f = run_dir / name
+        if not f.exists(): continue
+        try:
+            with open(f, newline="", encoding="utf-8") as fh: rows = list(csv.reader(fh))
+        except (csv.Error, UnicodeDecodeError) as e: problems.append(f"{name}: unreadable ({e})"); continue
+        if not rows or not set(EVAL_COLUMNS) <= set(rows[0]):
+            problems.append(f"{name}: lacks the columns {list(EVAL_COLUMNS)}"); continue
+        if len(rows) < 2: problems.append(f"{name}: no rows"); continue
+        short = [k for k, r in enumerate(rows[1:], start=2) if len(r) != len(rows[0])]
+        if short: problems.append(f"{name}: {len(short)} rows cut short (line {short[0]} has fewer fields than the header)")
+    if not (run_dir / "eval.csv").exists() and not (run_dir / "DONE").exists():
+        problems.append("neither DONE nor eval.csv: nothing to read")
+    return problems
+
+
 def restore(out_dir: Path, runs_dir: Path, cache: Path) -> tuple[int, int]:
     """Unpack every run archived in `out_dir` that `runs_dir` lacks, every archived warm start `cache` lacks, and
     every archived checkpoint (`<run>/best`) its run lacks; returns (runs, warm starts) unpacked. An archive that
     cannot be read (truncated, not gzip, not a tar) is named in a warning on stderr and skipped: the others are still
-    restored, and what it held is made again by the caller (reproduce.sh retrains a run it lacks)."""
+    restored, and what it held is made again by the caller (reproduce.sh retrains a run it lacks). A run archive that
+unpacks but holds a damaged file (`check_run`: a cut `DONE` or `eval.csv`, ...) is named with the file and the reason,
+removed again and listed in `DAMAGED`, so that it is trained again rather than read."""
     n_runs, n_ws = 0, 0
     for kind, dest in (("runs", runs_dir), ("warm_starts", cache), ("checkpoints", runs_dir)):
         for a in sorted((out_dir / kind).glob("*.tar.gz")):
@@ -135,6 +172,13 @@ def restore(out_dir: Path, runs_dir: Path, cache: Path) -> tuple[int, int]:
                 print(f"[archive] WARNING: {a} is not a readable .tar.gz ({type(e).__name__}: {e}); skipped, so "
                       f"{inner} is not restored (it is made again, e.g. retrained, unless the archive is repaired)",
                       file=sys.stderr)
+                continue
+            damaged = check_run(dest / inner) if kind == "runs" else []
+            if damaged:  # unpacked, but cut or corrupt inside: not a finished run
+                shutil.rmtree(dest / inner)
+                DAMAGED.append(a.name)
+                print(f"[archive] WARNING: {a} is damaged: {'; '.join(damaged)}. Not restored: {inner} is trained and "
+                      "evaluated again (the damaged archive is kept, and the new run is reported beside it)", file=sys.stderr)
                 continue
             n_runs, n_ws = n_runs + (kind == "runs"), n_ws + (kind == "warm_starts")
     return n_runs, n_ws

@@ -138,3 +138,37 @@ def test_the_dry_run_refuses_what_the_real_run_would(tmp_path, where, key, value
         load_plan(tmp_path / "p.yaml")
     for plan in sorted((ROOT / "configs").glob("*.yaml")):  # the committed plans still load
         load_plan(plan)
+
+
+@pytest.mark.parametrize("member, cut, says", [
+    ("DONE", lambda b: b[: len(b) // 2], "DONE: not valid JSON"),
+    ("eval.csv", lambda b: b[:-3], "eval.csv: 1 rows cut short"),
+    ("eval.csv", lambda b: b"", "eval.csv: lacks the columns"),
+])
+def test_an_archive_holding_a_cut_file_is_named_and_trained_again(tmp_path, capsys, member, cut, says):
+    # issue 50: a run archive that unpacked but held a cut DONE or eval.csv was taken as trained and evaluated
+    import io, tarfile
+    runs, cache, out = tmp_path / "runs", tmp_path / "cache", tmp_path / "figures"
+    rid = "m__math__DAPO__s0"
+    _finished(runs, rid)
+    (runs / rid / "eval.csv").write_text("benchmark,problem_id,sample\nheld,a,0\nheld,b,1\n")
+    archive_runs.archive(out, runs, cache, backbones={})
+    target = out / "runs" / f"{rid}.tar.gz"
+    files = {m.name: t.extractfile(m).read() for t in [tarfile.open(target)] for m in t.getmembers()}
+    damaged = tmp_path / "d" / rid
+    damaged.mkdir(parents=True)
+    for name, data in files.items():
+        (tmp_path / "d" / name).write_bytes(cut(data) if name == f"{rid}/{member}" else data)
+    target.write_bytes(archive_runs._tar_bytes(tmp_path / "d", [tmp_path / "d" / n for n in files]))
+    runs2 = tmp_path / "clone" / "runs"
+    archive_runs.DAMAGED.clear()
+    assert archive_runs.restore(out, runs2, tmp_path / "clone" / "cache") == (0, 0)
+    err = capsys.readouterr().err
+    assert f"{rid}.tar.gz is damaged" in err and says in err and "trained and evaluated again" in err
+    assert not (runs2 / rid).exists() and archive_runs.DAMAGED == [f"{rid}.tar.gz"]  # so reproduce.sh retrains it
+
+
+def test_check_run_passes_every_intact_run(tmp_path):
+    rid = "m__math__DAPO__s0"
+    _finished(tmp_path, rid)
+    assert archive_runs.check_run(tmp_path / rid) == []
