@@ -156,6 +156,9 @@ def outcome_problems(text: str) -> list[str]:
 def test_the_opening_outcome_and_the_result_table_are_the_claims_file():
     text = README.read_text()
     assert outcome_problems(text) == []
+    # the site's landing page opens with the same sentence, checked alike
+    landing = (ROOT / "docs" / "index.md").read_text().split("```{toctree}")[0]
+    assert [p for p in outcome_problems(landing + "\n## Two commands\n## Result so far\n" + section(text, "Result so far"))] == []
     assert any("opening DelTA > DAPO, SmolLM2-135M effect" in p for p in outcome_problems(text.replace("−1.04 points (95", "−1.40 points (95")))
     assert any("table DelTA > DAPO ci_high" in p for p in outcome_problems(text.replace("[−1.07, +0.96]", "[−1.07, +0.69]")))
     assert any("verdict" in p for p in outcome_problems(text.replace("| not supported |", "| supported |")))
