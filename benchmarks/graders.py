@@ -322,6 +322,14 @@ def main():
                                                 mean_reward=sum(scores) / len(scores))
             print(f"  code_reward on {len(comps)} completions ({len(CODE_KINDS)} styles, half right): {len(comps) / wall:.1f} "
                   f"completions/s, {cpu / len(comps) * 1000:.1f} ms of this process's CPU each, mean reward {sum(scores) / len(scores):.2f}")
+            # issue 50: stdio tests whose program writes the most it may (4 MiB a test), 200 tests, every one wrong: the
+            # output stays in the sandbox and only a digest crosses, so this process's CPU must stay under 0.1 s
+            wide = "import sys\nsys.stdout.write('7 ' * (2 * 1024 * 1024 - 8))\n"
+            c0 = rus()
+            res = run_tests_sandboxed(wide, [f"__check_io('{i}\\n', '8')" for i in range(200)], mode="stdio", timeout_s=120)
+            out["sandbox"]["stdio_worst_case"] = dict(tests=200, output_mib_per_test=4, trainer_cpu_s=rus() - c0,
+                                                      passed=res[0], stopped=getattr(res, "stopped", None))
+            print(f"  stdio, 200 tests x 4 MiB of output: {rus() - c0:.3f} s of this process's CPU for the completion")
             hostile = {  # replies built to stall the parent, each against a 4-second deadline
                 f"set of {a.collision_n:,} ints, one hash": forged_reply_program(collision_reply(a.collision_n)),
                 f"dict of {a.collision_n:,} ints, one hash": forged_reply_program(collision_reply(a.collision_n, "dict")),

@@ -27,10 +27,9 @@ import tempfile
 import threading
 import time
 import warnings
-from itertools import zip_longest
 
 from . import harness
-from .harness import CandidateError, free_names, helper_names
+from .harness import CandidateError, free_names, helper_names, token_digest
 
 # %% ../nbs/04b_sandbox.ipynb #5b1d0c2e
 ISOLATION_ENV = "DELTA_REPRO_CODE_ISOLATION"  # "bwrap" (default) or "none": run model-written code without isolation
@@ -354,6 +353,16 @@ def _own_uid(needed: bool):
 
 # %% ../nbs/04b_sandbox.ipynb #b2c7d9e3
 def _parse_tests(tests, mode: str) -> list:
+    "`_parsed_tests` of a list of tests (a completion's problem: the 8 completions of a group share its tests)."
+    return list(_parsed_tests(tuple(tests), mode))
+
+@functools.lru_cache(maxsize=256)
+def _expected_digest(expected: str) -> str:
+    "`harness.token_digest` of an expected stdout, once per distinct expected output."
+    return token_digest(expected.encode("utf-8", "surrogatepass"))
+
+@functools.lru_cache(maxsize=256)
+def _parsed_tests(tests: tuple, mode: str) -> tuple:
     """Functional tests as given (checked to parse: they run in the judge's sandbox), or stdio tests as (stdin,
     expected stdout) pairs; `ValueError` naming the test that does not fit."""
     out = []
@@ -370,7 +379,7 @@ def _parse_tests(tests, mode: str) -> list:
             raise ValueError(f"tests[{i}]: a stdio test must be __check_io(<stdin str>, <expected stdout str>), "
                              f"got {t[:80]!r}")
         out.append((call.args[0].value, call.args[1].value))
-    return out
+    return tuple(out)
 
 def _candidate_names(tests: list, entry_point: str | None = None, helpers: str | None = None) -> set:
     """The names a problem's functional tests take from the candidate's program (`harness.free_names`), all tests
@@ -395,10 +404,6 @@ def prompt_helpers(prompt: str, entry_point: str) -> str:
             or (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name != entry_point)]
     return "\n\n".join(ast.unparse(n) for n in keep)
 
-def _same_tokens(got: bytes, expected: str) -> bool:
-    "Whitespace-separated tokens equal, compared lazily (no token list the size of the output is built)."
-    tokens = lambda s: (m.group() for m in re.finditer(r"\S+", s))
-    return all(a == b for a, b in zip_longest(tokens(got.decode("utf-8", "replace")), tokens(expected)))
 
 @functools.lru_cache(maxsize=None)
 def _harness_code() -> bytes:
@@ -487,15 +492,15 @@ def _run_stdio(bwrap, code, cases, deadline, cap, limits, disk_mb, workdir, uid)
     sender = threading.Thread(target=send_all, daemon=True)
     sender.start()
     try:
-        reader = _Reader(rep_r, cap + 64)
+        reader = _Reader(rep_r, 128)  # one short line per test, whatever the program wrote
         for stdin_text, expected in cases:
             reader.budget()
             head = reader.line(deadline).split()
-            if len(head) != 2 or not all(re.fullmatch(rb"-?\d{1,12}", h) for h in head): raise _Broken("protocol: bad header")
-            rc, n = map(int, head)
-            out = reader.exact(n, deadline)
+            if (len(head) != 2 or not re.fullmatch(rb"-?\d{1,12}", head[0])
+                    or not re.fullmatch(rb"[0-9a-f]{64}", head[1])): raise _Broken("protocol: bad reply")
+            rc = int(head[0])
             if rc == -1: stopped = stopped or "output over the limit, or no process left to run it"
-            passed += rc == 0 and _same_tokens(out, expected)
+            passed += rc == 0 and head[1].decode() == _expected_digest(expected)
     except _Broken as e:  # timeout, the harness killed or broken: the tests not passed so far fail
         stopped = str(e)
     finally:
