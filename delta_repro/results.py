@@ -187,7 +187,7 @@ def figure_layout(fig) -> dict:
             e = t.get_window_extent(r)
             if e.x0 < -1 or e.y0 < -1 or e.x1 > W + 1 or e.y1 > H + 1: clipped.append(getattr(t, "get_text", lambda: "legend")())
         for line in ax.get_lines():
-            for x, y in ax.transData.transform(line.get_xydata()):
+            for x, y in line.get_transform().transform(line.get_xydata()):  # a line's own transform (axvline: blended)
                 if np.isfinite(x) and np.isfinite(y) and not (box.x0 - 1 <= x <= box.x1 + 1 and box.y0 - 1 <= y <= box.y1 + 1):
                     clipped.append(f"a point of {line.get_label()}")
     return dict(plot_share=float(share), legend_overlaps=overlaps, clipped=clipped)
