@@ -39,6 +39,8 @@ def headline_problems(text: str) -> list[str]:
     stated number against the row and column of the file its sentence names, and any number the check does not
     cover (the 95 of '95 % CI' aside), so that no unchecked number can be added."""
     problems, covered = [], []
+    # the result table is checked cell by cell against claims.csv by outcome_problems
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("|"))
     text = " ".join(text.split())  # sentences wrap across lines
     claim = re.search(rf"DelTA − DAPO, held-out accuracy of the last policy \(`(?P<file>[^`]+)`\): (?P<effect>{NUM}) "
                       rf"points, 95 % CI (?P<lo>{NUM}) to (?P<hi>{NUM}), p = (?P<p>{NUM}), per-problem Wilcoxon p = "
