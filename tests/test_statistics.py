@@ -733,16 +733,24 @@ def _study_plan(tmp_path):
     return load_plan(tmp_path / "plan.yaml")
 
 
+STUDY_HELD = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
+
+
+def _study_runs(plan, tmp_path):
+    "Every run of `_study_plan` finished and evaluated (`STUDY_HELD` of 8 correct at the last policy), from one start."
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, 4, last=STUDY_HELD[r.method][r.seed])
+        done = json.loads((runs / rid / "DONE").read_text())
+        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
+    return runs, STUDY_HELD
+
+
 def test_the_replication_study_reads_its_seeds_one_start_holm_and_the_placebo(tmp_path):
     plan = _study_plan(tmp_path)
     assert sorted(plan.runs[r].seed for r in plan.artefact_runs["table9_smollm2@replication"]
                   if plan.runs[r].method == "Placebo") == [0, 1, 2, 3]
-    runs = tmp_path / "runs"
-    held = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
-    for rid, r in plan.runs.items():
-        _run(runs, rid, r.method, r.seed, 4, last=held[r.method][r.seed])
-        done = json.loads((runs / rid / "DONE").read_text())
-        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
+    runs, held = _study_runs(plan, tmp_path)
     t = primary_claim(plan, runs)
     # H1 reads all 6 seeds (DAPO 26/48, DelTA 20/48 correct: +12.5 points); the others seeds 0-3 only
     assert t.loc["H1", "n_a"] == 6 and t.loc["H1", "effect"] == pytest.approx(100 * (26 - 20) / 48)
@@ -800,12 +808,9 @@ def test_the_replication_page_hand_computed(tmp_path):
     assert replication_report(plan, runs, "table9_smollm2@replication")["runs"] == 0
     text = replication_text(replication_report(plan, runs, "table9_smollm2@replication"))
     assert text.startswith("0 of the 20 registered runs have finished") and "explain nothing" in text
-    held = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
+    _study_runs(plan, tmp_path)
     weights = {"DAPO": (1.0, 1.0), "DelTA": (1.2, 0.9), "Placebo": (1.15, 1.15), "Random λ": (1.0, 1.0)}
     for rid, r in plan.runs.items():
-        _run(runs, rid, r.method, r.seed, 4, last=held[r.method][r.seed])
-        done = json.loads((runs / rid / "DONE").read_text())
-        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
         d, s = weights[r.method]
         (runs / rid / "log_history.json").write_text(json.dumps(
             [{"classes/decisive_correct": d, "classes/shared_correct": s, "classes/decisive_wrong": d,
@@ -841,12 +846,7 @@ def test_the_figures_for_people_pass_their_layout_checks(tmp_path):
     lay = figure_layout(plot_gaps(gaps, "DelTA − DAPO"))
     assert lay["plot_share"] >= 0.55 and not lay["legend_overlaps"] and lay["clipped"] == [], lay
     plan = _study_plan(tmp_path)
-    runs = tmp_path / "runs"
-    held = {"DAPO": [4, 4, 5, 4, 4, 5], "DelTA": [3, 4, 3, 3, 4, 3], "Placebo": [4, 4, 5, 5], "Random λ": [8, 7, 8, 8]}
-    for rid, r in plan.runs.items():
-        _run(runs, rid, r.method, r.seed, 4, last=held[r.method][r.seed])
-        done = json.loads((runs / rid / "DONE").read_text())
-        (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {"start_sha256": "a" * 64}}))
+    runs, held = _study_runs(plan, tmp_path)
     lay = figure_layout(plot_arm_differences(replication_report(plan, runs, "table9_smollm2@replication")))
     assert lay["plot_share"] >= 0.5 and not lay["legend_overlaps"] and lay["clipped"] == [], lay
     plt.close("all")
