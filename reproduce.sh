@@ -6,7 +6,8 @@
 #   --profile  smoke: tiny models, a few steps, every artefact in minutes (CI runs it; no evidence about the method)
 #              cpu:   the default without a GPU: real RL on offline tasks, 2 cores / 24 GB. Finished runs are archived
 #                     in figures/cpu/runs/ and restored first, so a fresh clone trains only what the archive lacks (today
-#                     the replication study's runs, half an hour to an hour each, two at a time) and remakes every report;
+#                     the replication study's runs: a SmolLM2 run trains about 50 min (median of the SmolLM2 study's 24 runs,
+#                     two at a time on two cores: `figures/cpu/run_times.csv`), then is evaluated) and remakes every report;
 #                     --retrain trains every run again: many hours (docs/reproduce.md gives the measured times)
 #              gpu1:  Qwen3-0.6B-Base on MATH with vLLM, DelTA vs DAPO (3 seeds) and ablations, ~a day on one 80 GB GPU
 #                     (the default when nvidia-smi sees exactly one GPU)

@@ -5,7 +5,9 @@
 # and meanwhile, in the background, creates or reuses the optional vLLM environment .venv-vllm for tests/test_vllm.py
 # (DELTA_SKIP_VLLM=1 skips it; the test then skips, saying so) and the optional verl environment .venv-verl for
 # tests/test_verl.py (DELTA_SKIP_VERL=1 skips it, likewise). CI runs all of them. Each phase prints its time, and
-# pytest lists its 30 slowest tests (docs/develop.md has where CI's time goes).
+# pytest lists its 30 slowest tests (docs/develop.md has where CI's time goes). Beside them it checks that published
+# equals produced: the committed cpu reports remade from the per-run archive come back byte for byte
+# (scripts/check_published.sh; DELTA_SKIP_PUBLISHED=1 skips it).
 # pytest includes what a user of `pip install delta_repro` gets (tests/test_packaging.py, scripts/check_wheel.py): the
 # sdist and the wheel built and checked (twine), the wheel installed into a fresh venv with the pinned torch, and the
 # README's example run from outside the clone with an empty cache (~4 min on 2 busy cores with pip's cache warm).
@@ -44,6 +46,17 @@ if [ "${DELTA_SKIP_VERL:-0}" != 1 ]; then
   export DELTA_VERL_PYTHON="${DELTA_VERL_VENV:-$PWD/.venv-verl}/bin/python"
 fi
 
+if [ "${DELTA_SKIP_PUBLISHED:-0}" != 1 ]; then
+  # Published equals produced (scripts/check_published.sh): a clean clone's `reproduce.sh --profile cpu --reports-only`
+  # must give back every committed cpu report byte for byte, apart from the timings figures/machine_dependent.txt
+  # declares. About 8 minutes of mostly one core, so it runs beside the notebooks and the smoke profile; on a tree with
+  # changes of its own it is skipped, saying so (CI's clone is always clean). DELTA_SKIP_PUBLISHED=1 skips it.
+  echo "[test] remaking the cpu reports in the background (bash scripts/check_published.sh; log: runs/test-logs/published.log)"
+  ( _s=$SECONDS; bash scripts/check_published.sh > "$_logs/published.log" 2>&1; _rc=$?
+    echo "[test] the published-equals-produced check took $((SECONDS - _s)) s" >> "$_logs/published.log"; exit $_rc ) &
+  _published_pid=$!
+fi
+
 _t=$SECONDS
 echo "[test] nbdev-export must leave delta_repro/ unchanged"
 _snap() { find delta_repro -name '*.py' -print0 | sort -z | xargs -0 sha256sum; }
@@ -72,7 +85,13 @@ fi
 _t=$SECONDS
 [ -n "${_vllm_pid:-}" ] && _wait_env vllm "$_vllm_pid"
 [ -n "${_verl_pid:-}" ] && _wait_env verl "$_verl_pid"
-_phase "waiting for the optional environments" "$_t"
+if [ -n "${_published_pid:-}" ]; then
+  _rc=0; wait "$_published_pid" || _rc=$?
+  if [ "$_rc" = 3 ]; then echo "[test] published-equals-produced check skipped: this tree has changes of its own (it needs a clean clone)"; tail -n 20 "$_logs/published.log"
+  elif [ "$_rc" != 0 ]; then tail -n 60 "$_logs/published.log" >&2; echo "FAILED: published is not produced (log above)" >&2; exit 1
+  else tail -n 2 "$_logs/published.log"; fi
+fi
+_phase "waiting for the optional environments and the published-reports check" "$_t"
 
 echo "[test] pytest, $((SECONDS - _t0)) s into the suite (its 30 slowest tests are listed before its summary line)"
 python -m pytest --durations=30 "$@"

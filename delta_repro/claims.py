@@ -188,25 +188,37 @@ def credit_text(summary: pd.DataFrame) -> str:
             "gradient clipping touches.")
 
 # %% ../nbs/09b_claims.ipynb #a3947173
-def evidence_ranks(scores: dict, min_n: int = 3) -> dict[str, str]:
+def evidence_ranks(scores: dict, min_n: int = 3, differences: dict | None = None) -> dict[str, str]:
     """Ranks (1 = best) only as far as the evidence separates methods. `scores`: {method: scores (e.g. one per seed)}.
     Each method with at least `min_n` scores has a 95 % bootstrap interval of its mean (`mean_ci`); its best possible
     rank is 1 + the number of methods whose interval lies entirely above its own, and every method whose interval
     overlaps (touching counts) — or that has fewer than `min_n` scores, so no interval — could be either side of it.
+    `differences`: {(a, b): (low, high)}, a 95 % interval of a − b in the scores' units (e.g. paired by problem and
+    seed, as a table's Δ column and the claims read it); where a pair has one it decides the pair instead (a is above b
+    when low > 0, below when high < 0, else they could be either way round), so the ranks never disagree with the
+    verdict read on the same interval; a pair with a missing or non-finite interval falls back on the means' intervals.
     Returns {method: "2"} where nothing overlaps, "tied (1–3)" (the ranks the intervals allow) otherwise, "not ranked
-    (2 seeds)" below `min_n` scores and "—" without any score."""
+    (2 seeds)" below `min_n` scores and "—" without any score. Raises `ValueError` when `differences` names a method
+    not in `scores` or pairs a method with itself."""
+    differences = dict(differences or {})
+    for a, b in differences:
+        if a not in scores or b not in scores or a == b:
+            raise ValueError(f"differences: the pair ({a!r}, {b!r}) must name two different methods of scores")
+    def usable(iv): return iv is not None and len(iv) == 2 and all(np.isfinite(float(x)) for x in iv)
+    def order(o, m):  # +1: o lies surely above m; -1: surely below; 0: the evidence does not separate them
+        if usable(differences.get((o, m))): lo, hi = differences[(o, m)]; return 1 if lo > 0 else -1 if hi < 0 else 0
+        if usable(differences.get((m, o))): lo, hi = differences[(m, o)]; return -1 if lo > 0 else 1 if hi < 0 else 0
+        return 1 if ci[o][1] > ci[m][2] else -1 if ci[o][2] < ci[m][1] else 0
     ci = {m: mean_ci(s, min_n=min_n) for m, s in scores.items() if len(s) >= min_n}
     unknown = [m for m, s in scores.items() if 0 < len(s) < min_n]
     out = {}
     for m, s in scores.items():
         if not len(s): out[m] = "—"; continue
         if m not in ci: out[m] = f"not ranked ({len(s)} seed{'s' * (len(s) > 1)})"; continue
-        lo, hi = ci[m][1:]
-        above = sum(ci[o][1] > hi for o in ci if o != m)
-        overlap = sum(not (ci[o][1] > hi or ci[o][2] < lo) for o in ci if o != m) + len(unknown)
+        above = sum(order(o, m) == 1 for o in ci if o != m)
+        overlap = sum(order(o, m) == 0 for o in ci if o != m) + len(unknown)
         out[m] = str(above + 1) if overlap == 0 else f"tied ({above + 1}–{above + 1 + overlap})"
     return out
-
 
 # %% ../nbs/09b_claims.ipynb #394f7d29
 _TESTS = {">": ("greater", "supported", "not supported"), ">=": ("less", "rejected", "not rejected"),

@@ -6,15 +6,15 @@ scores are in `scores`, the claim checks in `claims`, the token analyses in `tok
 # %% auto #0
 __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'CSV_FORMAT', 'training_logs',
            'learning_curves', 'plot_dynamics', 'plot_learning', 'reward_summary', 'paper_averages',
-           'compare_with_paper', 'report_title', 'table_report', 'plot_comparison', 'settings_table', 'plot_overhead',
-           'latex_escape', 'for_people', 'write_table', 'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS',
-           'method_summary', 'artefact_eval_paths', 'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve',
-           'curve_auc', 'method_runs', 'seed_problems', 'seed_scores', 'problem_matrix', 'warm_start_dir',
-           'warm_start_accuracy', 'gain_ci', 'learning_summary', 'CREDIT_COLUMNS', 'credit_summary', 'credit_text',
-           'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims',
-           'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
-           'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES', 'token_classes',
-           'token_class_summary', 'token_class_text']
+           'compare_with_paper', 'report_title', 'table_report', 'people_table', 'plot_comparison', 'settings_table',
+           'plot_overhead', 'latex_escape', 'for_people', 'write_table', 'save_figure', 'key_numbers', 'paper_results',
+           'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores', 'METRICS', 'report_benchmarks',
+           'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores', 'problem_matrix',
+           'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary', 'CREDIT_COLUMNS', 'credit_summary',
+           'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim',
+           'check_claims', 'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens',
+           'plot_token_clouds', 'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES',
+           'token_classes', 'token_class_summary', 'token_class_text']
 
 # %% ../nbs/09_reporting.ipynb #dc8013ca
 import json
@@ -182,8 +182,9 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
     seeds) and per benchmark; our difference from the reference method (DAPO when the artefact has it, else DelTA)
     with its 95 % interval paired by problem and seed (`_delta_interval`; only when both have 3 seeds or more: a
     bootstrap over two values is no interval); the paper's Avg. and its difference from the same reference (the
-    benchmarks differ, so differences are what can be compared, not levels); the paper's rank and ours (`evidence_ranks`: a rank only where intervals
-    separate, else "tied"); and `flag`, which names seeds that ended below the warm start and methods with no
+    benchmarks differ, so differences are what can be compared, not levels); the paper's rank and ours (`evidence_ranks` on the differences
+    paired by problem and seed, the intervals the Δ column and the verdicts read: a rank only where they separate
+    methods, else "tied"); and `flag`, which names seeds that ended below the warm start and methods with no
     evaluated run. A benchmark on which every evaluated method scores below `floor_pct` % is a floor: its column is
     renamed "<name> (floor)" and it is left out of `ours`, the differences and the ranks (`attrs["floors"]`:
     {benchmark: best method's accuracy}). `attrs["scores"]`: {method: {seed: score}}. Raises `ValueError` for an
@@ -223,8 +224,10 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
                        f"{len(low)} of {len(s)} seeds below the warm start ({', '.join(low)})" if low else "")
         rows.append(row)
     df = pd.DataFrame(rows).set_index("method")
-    ranks = evidence_ranks({m: list(v.values()) for m, v in scores.items()})
-    df.insert(df.columns.get_loc("paper") + 2, "paper rank", df["paper"].rank(ascending=False, method="min"))
+    ranked = [m for m in methods if len(scores[m]) >= 3]  # every pair of them: its interval paired by problem and seed
+    pairs = {(a, b): _delta_interval(problems[a], problems[b])[1:] for i, a in enumerate(ranked) for b in ranked[i + 1:]}
+    ranks = evidence_ranks({m: list(v.values()) for m, v in scores.items()}, differences=pairs)
+    df.insert(df.columns.get_loc("paper") + 2, "paper rank", df["paper"].rank(ascending=False, method="min").astype("Int64"))
     df.insert(df.columns.get_loc("paper rank") + 1, "our rank", [ranks[m] for m in df.index])
     df.attrs.update(floors=floors, floor_pct=floor_pct, scores=scores, reference=ref)
     return df
@@ -277,8 +280,9 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                f"paired by problem and seed (one draw of problems for every run of both), each only from 3 seeds on "
                f"each side — below that the seeds' values are shown, as two values make no interval. Paper: "
                f"{paper_backbone or 'its backbone'}, its own benchmarks, difference from {ref}. The benchmarks differ, "
-               f"so compare differences, not levels. Our rank is given only where the 95 % intervals of the methods' "
-               f"means separate; otherwise 'tied' with the ranks the intervals allow.")
+               f"so compare differences, not levels. Our rank is given only where the 95 % interval of two methods' "
+               f"difference, paired by problem and seed as the Δ column, excludes 0 (the means' intervals where no "
+               f"pair exists); otherwise 'tied' with the ranks the intervals allow.")
     if floors:
         caption += (f" At the floor (every method below {table.attrs['floor_pct']:g} %, so not a comparison; left out of "
                     "the average and the ranks): " + ", ".join(f"{b} (best {v:.2f} %)" for b, v in floors.items()) + ".")
@@ -295,6 +299,36 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
             caption += (" Gain of the selected checkpoint over the warm start, points, mean [95 % CI] or (seeds) "
                         f"(learns?; the last policy's is in `learning`): {gains}.")
     return table, caption
+
+def people_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The page's view of a `compare_with_paper` table, one column per quantity: our mean with its 95 % interval
+    ("ours, mean [95 % CI]", from `ours shown`), sd, seeds, the benchmarks (left out where the table has one, as it
+    would repeat the mean), the difference from the reference with its paired 95 % interval in one column, the
+    paper's number, difference and rank (an integer), our rank and the flag. The CSV keeps the numeric columns
+    (`write_table(..., csv_frame=table)`). Raises `TypeError` if `table` is not a DataFrame and `ValueError` if it
+    lacks a `compare_with_paper` column."""
+    if not isinstance(table, pd.DataFrame): raise TypeError(f"table must be a pandas DataFrame, got {type(table).__name__}")
+    ref = table.attrs.get("reference", "DAPO")
+    need = ["ours shown", "sd", "seeds", f"ours Δ vs {ref}", "Δ low", "Δ high", "paper", f"paper Δ vs {ref}",
+            "paper rank", "our rank", "flag"]
+    if missing := [c for c in need if c not in table.columns]:
+        raise ValueError(f"table: not a compare_with_paper table, it lacks {missing}")
+    bench = [c for c in table.columns[table.columns.get_loc("ours shown") + 1:table.columns.get_loc(f"ours Δ vs {ref}")]]
+    def with_ci(v, lo, hi):
+        if not np.isfinite(v): return "—"
+        return f"{v:+.2f}" + (f" [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "")
+    out = pd.DataFrame(index=table.index)
+    out["ours, mean [95 % CI]"] = table["ours shown"]
+    out["sd"], out["seeds"] = table["sd"], table["seeds"].astype(int)
+    for b in bench if len(bench) > 1 else []: out[b] = table[b]
+    out[f"ours Δ vs {ref} [95 % CI]"] = [("0 (reference)" if m == ref and np.isfinite(float(r[f"ours Δ vs {ref}"])) else
+                                         with_ci(float(r[f"ours Δ vs {ref}"]), float(r["Δ low"]), float(r["Δ high"])))
+                                        for m, r in table.iterrows()]
+    out["paper"], out[f"paper Δ vs {ref}"] = table["paper"], table[f"paper Δ vs {ref}"]
+    out["paper rank"] = [str(int(v)) if pd.notna(v) else "—" for v in table["paper rank"]]
+    out["our rank"], out["flag"] = table["our rank"], table["flag"]
+    out.attrs.update(table.attrs)
+    return out
 
 def plot_comparison(table: pd.DataFrame, title: str = ""):
     """Two panels on one x-scale from a `compare_with_paper` table: our difference from the reference method per
@@ -455,15 +489,19 @@ def for_people(df: pd.DataFrame, formats: dict | None = None) -> pd.DataFrame:
 
 CSV_FORMAT = "%.6g"  # the stated precision of every CSV a report writes
 
-def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str = "", formats: dict | None = None) -> list[Path]:
+def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str = "", formats: dict | None = None,
+                csv_frame: pd.DataFrame | None = None) -> list[Path]:
     """Write `df` as Markdown (with the caption), LaTeX (every non-numeric label, cell and the caption escaped with
     `latex_escape`: "Top-50%" would otherwise comment out the rest of its row) and CSV (`CSV_FORMAT`: 6 significant
     digits, finer than any number a page prints and coarser than the last bits in which two CPUs' kernels differ); returns the
     paths. Missing values print as "—" in Markdown and LaTeX and stay empty in the CSV. Numbers are rounded to 2
     decimals in Markdown and LaTeX unless `formats` gives a column its own format string (e.g. {"p": "{:.3f}"}: a
-    p-value of 0.0016 is not "0.00"). Raises `TypeError` if `df` is not a DataFrame, `ValueError` for a `name` that
-    is not a plain file stem."""
+    p-value of 0.0016 is not "0.00"). `csv_frame`, where the page shows a merged view (`people_table`), is the frame
+    the CSV holds instead (every numeric column, unmerged). Raises `TypeError` if `df` or a given `csv_frame` is not a
+    DataFrame, `ValueError` for a `name` that is not a plain file stem."""
     if not isinstance(df, pd.DataFrame): raise TypeError(f"df must be a pandas DataFrame, got {type(df).__name__}")
+    if csv_frame is not None and not isinstance(csv_frame, pd.DataFrame):
+        raise TypeError(f"csv_frame must be a pandas DataFrame or None, got {type(csv_frame).__name__}")
     _check_stem(name)
     out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
     paths = [out / f"{name}.md", out / f"{name}.tex", out / f"{name}.csv"]
@@ -476,7 +514,7 @@ def write_table(df: pd.DataFrame, name: str, out_dir: str | Path, caption: str =
     tex.columns.names = [_tex_value(n) for n in tex.columns.names]
     paths[1].write_text(tex.to_latex(caption=latex_escape(caption) if caption else None, label=f"tab:{name}",
                                      float_format="%.2f", escape=False, index=show_index))
-    df.to_csv(paths[2], float_format=CSV_FORMAT)
+    (df if csv_frame is None else csv_frame).to_csv(paths[2], float_format=CSV_FORMAT)
     return paths
 
 def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
@@ -491,7 +529,6 @@ def save_figure(fig, name: str, out_dir: str | Path) -> list[Path]:
     for p in paths:
         fig.savefig(p, dpi=150, bbox_inches="tight", metadata={"CreationDate": None} if p.suffix == ".pdf" else None)
     return paths
-
 
 # %% ../nbs/09_reporting.ipynb #8077a0bf
 def key_numbers(figures_dir: str | Path) -> str:

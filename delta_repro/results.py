@@ -7,8 +7,8 @@ bands, and a conclusion written from those numbers."""
 # %% auto #0
 __all__ = ['OVERVIEW_COLUMNS', 'CLASS_COLUMNS', 'fmt_points', 'fmt_estimate', 'claims_overview', 'method_gaps', 'plot_gaps',
            'figure_layout', 'study_curves', 'primary_study_curves', 'plot_study_curves', 'study_pairs',
-           'primary_study_pairs', 'study_report', 'study_text', 'class_weight_summary', 'replication_report',
-           'plot_arm_differences', 'replication_text', 'conclusion']
+           'primary_study_pairs', 'study_report', 'study_text', 'run_times', 'class_weight_summary',
+           'replication_report', 'plot_arm_differences', 'replication_text', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
 import json
@@ -371,6 +371,25 @@ def study_text(study: dict) -> str:
         lines.append(f"Training took {study['hours']:.1f} hours summed over its {study['runs']} finished runs (logged "
                      "step times; runs trained side by side overlap in wall time; loading, checkpoints and evaluation not counted).")
     return "\n\n".join(lines)
+
+# %% ../nbs/09d_results.ipynb #52712473
+def run_times(plan, runs_dir: str | Path) -> pd.DataFrame:
+    """Training time of the finished runs (a `DONE` file) of `plan`, per backbone (rows in the plan's order): `runs`,
+    `steps` (the median run's length), `minutes` (median, float), `minutes min`, `minutes max` and `seconds a step`
+    (median over runs of minutes × 60 / steps), read from each run's logged step times (`_training_hours`). Backbones
+    without a finished run are left out; an empty frame with these columns when none has one."""
+    cols = ["runs", "steps", "minutes", "minutes min", "minutes max", "seconds a step"]
+    per = {}
+    for rid, r in plan.runs.items():
+        d = Path(runs_dir) / rid
+        if not (d / "DONE").is_file(): continue
+        hours = _training_hours(log_history(d))
+        if np.isfinite(hours) and r.steps: per.setdefault(r.backbone, []).append((hours * 60, r.steps))
+    rows = {b: {"runs": len(v), "steps": int(np.median([s for _, s in v])),
+                "minutes": float(np.median([m for m, _ in v])), "minutes min": float(min(m for m, _ in v)),
+                "minutes max": float(max(m for m, _ in v)),
+                "seconds a step": float(np.median([60 * m / s for m, s in v]))} for b, v in per.items()}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=cols).rename_axis("backbone")
 
 # %% ../nbs/09d_results.ipynb #1be931a2
 CLASS_COLUMNS = {"classes/decisive_correct": "decisive, correct", "classes/shared_correct": "shared, correct",

@@ -207,6 +207,7 @@ def test_the_installed_package_says_where_things_are(user_python, dist):
     version = re.search(r'__version__ = "([^"]+)"', (ROOT / "delta_repro" / "__init__.py").read_text())[1]
     assert info["version"] == version and info["warm_starts"] == WARM_START
     assert "site-packages" in info["package"]
+    assert info["next"].startswith("`python -m delta_repro demo` trains DelTA beside DAPO")  # what to do next
     with tarfile.open(dist[0]) as t:
         names = t.getnames()
     for key, folder, example in (("notebooks", "nbs", "00_proxies.ipynb"), ("profiles", "configs", "cpu.yaml"),

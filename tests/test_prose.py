@@ -147,3 +147,30 @@ def test_the_readme_result_numbers_are_the_files_numbers():
 def test_the_checker_fails_a_number_the_files_do_not_hold(passage, why):
     found = problems(passage)
     assert (not found) if why is None else (len(found) == 1 and why in found[0]), found
+
+
+RUN_TIME = re.compile(r"about (\d+) min \(median of the SmolLM2 study's (\d+) runs,\s+(?:#\s+)?two at a time on two cores:\s+"
+                      r"(?:#\s+)?`figures/cpu/run_times\.csv`\)")
+
+
+def _quoted_run_times(text: str) -> list[tuple[int, int]]:
+    return [(int(m[1]), int(m[2])) for m in RUN_TIME.finditer(text)]
+
+
+def test_every_document_gives_the_one_measured_run_time_of_the_files():
+    """One measured run time per profile, from the files (issue 49): the README, `reproduce.sh --help`, the reproduce
+    and status pages each quote the SmolLM2 study's median training time and run count, and both equal
+    `figures/cpu/run_times.csv` (written by the results report from the runs' logged step times)."""
+    rows = {r["backbone"]: r for r in csv.DictReader((ROOT / "figures/cpu/run_times.csv").open())}
+    measured = (round(float(rows["smollm2-long"]["minutes"])), int(float(rows["smollm2-long"]["runs"])))
+    for doc in ("README.md", "reproduce.sh", "docs/reproduce.md", "docs/status.md"):
+        quoted = _quoted_run_times((ROOT / doc).read_text())
+        assert quoted, f"{doc} does not give the SmolLM2 study's run time from figures/cpu/run_times.csv"
+        assert set(quoted) == {measured}, f"{doc} says {quoted}, the files {measured}"
+
+
+def test_the_run_time_check_reads_what_it_should():
+    text = ("a SmolLM2 run trains about 47 min (median of the SmolLM2 study's 24 runs, two at a time on two cores: "
+            "`figures/cpu/run_times.csv`), then")
+    assert _quoted_run_times(text) == [(47, 24)]
+    assert _quoted_run_times(text.replace("about 47 min", "47 minutes")) == []  # another wording is not a quote

@@ -12,7 +12,7 @@ from scipy import stats
 from delta_repro.evaluation import (detectable_effect, difference_ci, estimate_text, holm, mean_ci, paired_difference,
                                     save_results, smallest_p)
 from delta_repro.experiments import load_plan
-from delta_repro.reporting import (check_claims, claim, compare_with_paper, contrast_pair, curve_auc, evidence_ranks,
+from delta_repro.reporting import (check_claims, claim, compare_with_paper, people_table, contrast_pair, curve_auc, evidence_ranks,
                                    judge_claims, learning_summary, primary_claim, report_benchmarks, reward_summary,
                                    paired_inputs, seed_scores,
                                    table_report, warm_start_dir, write_table)
@@ -372,6 +372,29 @@ def test_the_tables_difference_is_paired_by_problem_and_seed(tmp_path):
     _, lo, hi = difference_ci([37.5, 62.5, 87.5], [25.0, 50.0, 75.0])
     assert lo < 0 <= t.loc["DelTA", "Δ low"] and t.loc["DelTA", "Δ high"] - t.loc["DelTA", "Δ low"] < hi - lo
     assert t.loc["SAPO", "ours Δ vs DAPO"] == 0 and t.loc["SAPO", "Δ low"] == t.loc["SAPO", "Δ high"] == 0  # identical runs
+    # the ranks read the same paired intervals as the Δ column: here its low end touches 0, so DelTA is not ranked above
+    assert t.loc["DelTA", "Δ low"] > 0 or t.loc["DelTA", "our rank"].startswith("tied")
+    # the page's view: one column per quantity, the single benchmark not repeating the mean, ranks as integers
+    page = people_table(t)
+    assert "held" not in page.columns and "ours" not in page.columns and "Δ low" not in page.columns
+    assert page.loc["DelTA", "ours Δ vs DAPO [95 % CI]"] == f"+12.50 [{t.loc['DelTA', 'Δ low']:+.2f}, {t.loc['DelTA', 'Δ high']:+.2f}]"
+    assert page.loc["DAPO", "ours Δ vs DAPO [95 % CI]"] == "0 (reference)"
+    assert set(page["paper rank"]) <= {"1", "2", "3", "—"}
+    with pytest.raises(ValueError, match="table: not a compare_with_paper table"):
+        people_table(t.drop(columns=["Δ low"]))
+
+
+def test_the_tables_ranks_read_the_paired_interval_not_the_means_intervals(tmp_path):
+    # DelTA gets four more of 8 right than DAPO on every seed (DAPO 0, 2, 4): over the seeds' means the two touch
+    # (0-50 % against 50-100 %), paired by problem and seed they separate, as the Δ column and a verdict read them
+    plan = _plan(tmp_path)
+    runs = tmp_path / "runs"
+    for rid, r in plan.runs.items():
+        _run(runs, rid, r.method, r.seed, {"DelTA": 4}.get(r.method, 0) + 2 * r.seed)
+    t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
+    assert t.loc["DelTA", "Δ low"] > 0
+    assert evidence_ranks({m: list(v.values()) for m, v in t.attrs["scores"].items()})["DelTA"].startswith("tied")
+    assert t.loc["DelTA", "our rank"] == "1" and t.loc["DAPO", "our rank"] == t.loc["SAPO", "our rank"] == "tied (2–3)"
 
 
 def test_collapsed_seeds_are_flagged_and_missing_values_print_as_dashes(tmp_path):
