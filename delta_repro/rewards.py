@@ -39,10 +39,14 @@ _BOXED_OR_BRACE = re.compile(r"\\(?:boxed|fbox)\s*\{|(?<!\\)[{}]")
 # blank lines is not rescanned from each of its starts (a `^\s*` over the whole text took 22 s for 40,000 newlines)
 # Markdown may dress the word up: "**Answer:** 3", "### Final Answer: 3", "- *Answer*: 3". Blanks and markers are one
 # class taken possessively (`*+`), so a line of a million `-` or `*` is one attempt that never backtracks (0.02 s)
-_ANSWER_LINE = re.compile(r"^[\t\f\v\r \u00a0\u2000-\u200a\u202f\u205f\u3000#>*_-]*+(?:final[^\S\n]+)?answer[*_]*[^\S\n]*[:：]([^\n]*)",
-                          re.I | re.M)
-# `\boxed 5`: a box written without braces, as TeX allows; its answer is the next word (not a brace or a command)
-_BARE_BOX = re.compile(r"\\(?:boxed|fbox)(?:[^\S\n]+|(?=[-+.\d]))([^\s{}$\\]+)")
+_ANSWER_LINE = re.compile(r"^[\t\f\v\r \u00a0\u2000-\u200a\u202f\u205f\u3000#>*_-]*+(?:final[^\S\n]+)?answer[*_]*[^\S\n]*"
+                          r"(?:[:：]([^\n]*)|[*_#]*[^\S\n]*$)", re.I | re.M)
+# `\boxed 5`: a box written without braces, as TeX allows; its answer is the next word (not a brace or a command),
+# or a whole number with digit groups (`\boxed 1\,000`: one number, as its writer means it, not the `1` TeX would box)
+_BARE_GROUPED = r"[-+]?\d{1,3}(?:(?:,\\!|\\[,:; !]|\\thinspace(?![A-Za-z])[^\S\n]*|~)\d{3})+(?:\.\d+)?(?![\d\\])"
+_BARE_BOX = re.compile(rf"\\(?:boxed|fbox)(?:[^\S\n]+|(?=[-+.\d]))({_BARE_GROUPED}|[^\s{{}}$\\]+)")
+# "The final answer is: 42" / "the final answer is 42" (the rest of the line)
+_FINAL_IS = re.compile(r"final[^\S\n]+answer[*_]*[^\S\n]+is[^\S\n]*[:：]?([^\n]*)", re.I)
 _NON_BLANK_LINE = re.compile(r"^[^\S\n]*(\S[^\n]*)", re.M)
 MAX_ANSWER_WINDOW = 1 << 15  # characters at the end of a completion in which its answer is looked for
 MAX_EARLY_BOXES = 16  # boxes before that window tried, from the last one back, when the window holds none
@@ -54,86 +58,109 @@ def _check_text(name: str, value) -> str:
 
 def extract_boxed(text: str) -> str | None:
     """Content of the last `\\boxed{...}` (or `\\fbox{...}`) in `text` whose braces balance (escaped `\\{`, `\\}` do
-    not count), stripped; None if there is none. The braces are matched in one pass from the first opener, over the
-    last `MAX_ANSWER_WINDOW` characters at most (an answer is at the end; what stands more than 32,768 characters
-    before the end is not read): time linear in `len(text)` and bounded, whatever its shape (a megabyte of `{` or
-    of unclosed `\\boxed{` included). When the window holds no balanced box, the last `MAX_EARLY_BOXES` (16) openers
-    before it are tried, from the last back, each read if it closes within `MAX_EARLY_BOX_CHARS` (2,048) characters:
-    a box followed by more than 32K characters of text is still found, in time bounded by the text's length at C
-    speed plus 16 bounded scans. Raises `ValueError` if `text` is not a string."""
-    _check_text("text", text)
+    not count) and whose content is not blank, stripped; None if there is none. An empty box (`\\boxed{}`, as in an
+    echoed instruction "put your answer within \\boxed{}") is no answer, so the box before it, if any, is read. The
+    braces are matched in one pass from the first opener, over the last `MAX_ANSWER_WINDOW` characters at most (an
+    answer is at the end; what stands more than 32,768 characters before the end is not read): time linear in
+    `len(text)` and bounded, whatever its shape (a megabyte of `{` or of unclosed `\\boxed{` included). When the
+    window holds no such box, the last `MAX_EARLY_BOXES` (16) openers before it are tried, from the last back, each
+    read if it closes within `MAX_EARLY_BOX_CHARS` (2,048) characters: a box followed by more than 32K characters of
+    text is still found, in time bounded by the text's length at C speed plus 16 bounded scans (`extract_final_answer`
+    prefers an answer line inside the window to such an early box). Raises `ValueError` if `text` is not a string."""
+    return _boxed(_check_text("text", text))[0]
+
+def _boxed(text: str) -> tuple[str | None, bool]:
+    "(`extract_boxed`'s answer, whether it is an early box: one that stands before the answer window)."
     openers = [i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0]
-    if not openers: return None  # at C speed: most degenerate completions end here
+    if not openers: return None, False  # at C speed: most degenerate completions end here
     # a brace's match depends only on the text after it, so the scan starts at the first opener (or the window).
-    # The tokens come as strings from `findall` (at C speed) and are matched by index with one stack; the two
-    # positions that delimit the answer are found afterwards, by skipping to those tokens
+    # One stack of (token number, end of the opener, or -1 for a plain brace). A box's content is blank only when no
+    # token stands between its opener and its closer, and then the text between is a segment no other box's check
+    # reads: every character is looked at a bounded number of times
     start = max(min(openers), len(text) - MAX_ANSWER_WINDOW)
-    stack, best = [], None  # stack: per open brace, its token index if it opened a \boxed{, else -1
-    for k, tok in enumerate(_BOXED_OR_BRACE.findall(text, start)):
-        if tok == "}":
+    stack, best = [], None
+    for k, tok in enumerate(_BOXED_OR_BRACE.finditer(text, start)):
+        if tok.group() == "}":
             if stack:
-                i = stack.pop()
-                if i >= 0 and (best is None or i > best[0]): best = (i, k)
+                i, end = stack.pop()
+                if end >= 0 and (best is None or end > best[0]) and (k > i + 1 or not text[end:tok.start()].isspace()
+                                                                      and tok.start() > end):
+                    best = (end, tok.start())
         else:
-            stack.append(-1 if tok == "{" else k)
-    if best is None: return _early_box(text, start) if start > min(openers) else None
-    tokens = _BOXED_OR_BRACE.finditer(text, start)
-    opener = next(islice(tokens, best[0], None))
-    closer = next(islice(tokens, best[1] - best[0] - 1, None))
-    return text[opener.end():closer.start()].strip()
+            stack.append((k, -1 if tok.group() == "{" else tok.end()))
+    if best is None:
+        early = _early_box(text, start) if start > min(openers) else None
+        return early, early is not None
+    return text[best[0]:best[1]].strip(), False
 
 def _early_box(text: str, hi: int) -> str | None:
-    "The content of the last box opened before `hi` that closes within `MAX_EARLY_BOX_CHARS`, trying 16 at most."
+    "The content of the last non-blank box opened before `hi` that closes within `MAX_EARLY_BOX_CHARS`, trying 16 at most."
     for _ in range(MAX_EARLY_BOXES):
         j = max(text.rfind("\\boxed", 0, hi), text.rfind("\\fbox", 0, hi))
         if j < 0: return None
         hi, opener = j, _BOXED_OR_BRACE.match(text, j)
-        if opener is None or opener.group() in "{}": continue  # `\boxed 5` or `\boxedx`: not a braced box
+        if opener is None or opener.group() in "{}": continue  # `\\boxed 5` or `\\boxedx`: not a braced box
         depth = 1
         for tok in _BOXED_OR_BRACE.finditer(text, opener.end(), min(opener.end() + MAX_EARLY_BOX_CHARS, len(text))):
             depth += -1 if tok.group() == "}" else 1
-            if depth == 0: return text[opener.end():tok.start()].strip()
+            if depth == 0:
+                content = text[opener.end():tok.start()].strip()
+                if content: return content
+                break  # an empty box: try the one before it
     return None
 
 def extract_final_answer(completion: str) -> str | None:
-    """The graded answer of a completion, in this order of precedence: the last `\\boxed{}` content (`extract_boxed`);
-    else the word after the last `\\boxed` written without braces (`\\boxed 5`, trailing `.,;:` dropped); else the last
-    'Answer: X' line ('Final answer:' too, any case, and dressed in Markdown: `**Answer:** 3`, `### Final Answer: 3`,
-    `Answer: **3**`; X may stand on the next non-blank line; Markdown `*`/`_` and a trailing `.` are stripped); else
-    None. The last two are looked for within the last `MAX_ANSWER_WINDOW` characters (the line the window begins in
-    read whole). Time bounded by the window, at C speed but for one step per "Answer:" line. Raises `ValueError` if
-    `completion` is not a string."""
-    boxed = extract_boxed(_check_text("completion", completion))
-    if boxed is not None: return boxed
+    """The graded answer of a completion, in this order of precedence: the last non-blank `\\boxed{}` content within
+    the last `MAX_ANSWER_WINDOW` characters (`extract_boxed`; an empty box, as an echoed instruction writes it, is no
+    answer); else the last `\\boxed` written without braces (`\\boxed 5`, trailing `.,;:` dropped; a number with
+    digit groups whole: `\\boxed 1\\,000`); else the last answer line: 'Answer: X' ('Final answer:' too, any case,
+    and dressed in Markdown: `**Answer:** 3`, `### Final Answer: 3`, `Answer: **3**`; X may stand on the next
+    non-blank line), a heading that says only "Final Answer" with X on the next non-blank line, or "The final answer
+    is: X" (Markdown `*`/`_`, surrounding `$` and a trailing `.` stripped); else a box that stands before the window
+    (so an answer line at the end beats a box 32K characters earlier); else None. Answer lines and bare boxes are
+    looked for within the window (the line it begins in read whole). Time bounded by the window, at C speed but for
+    one step per answer line. Raises `ValueError` if `completion` is not a string."""
+    boxed, early = _boxed(_check_text("completion", completion))
+    if boxed is not None and not early: return boxed
     # from the start of the line the window begins in (`rfind` at C speed), so that no line is read cut in two
     start = completion.rfind("\n", 0, max(len(completion) - MAX_ANSWER_WINDOW, 0)) + 1
     if "\\boxed" in completion or "\\fbox" in completion:
         bare = None
         for bare in _BARE_BOX.finditer(completion, start): pass
         if bare is not None and bare.group(1).rstrip(".,;:"): return bare.group(1).rstrip(".,;:")
-    for m in reversed(list(_ANSWER_LINE.finditer(completion, start))):
-        rest = m.group(1).strip(" \t*_")  # `**Answer:** 3`, `Answer: **3**`
+    # a heading that says only "Final Answer" is an answer line with nothing after it (group 1 is None)
+    lines = [(m.start(), m.group(1) or "", m.end()) for m in _ANSWER_LINE.finditer(completion, start)]
+    if "final" in completion[start:].lower():  # at C speed: the case-blind scan only where it can match
+        lines += [(m.start(), m.group(1), m.end()) for m in _FINAL_IS.finditer(completion, start)]
+    for _, rest, end in sorted(lines, reverse=True):
+        rest = rest.strip(" \t*_")  # `**Answer:** 3`, `Answer: **3**`
         if not rest:  # "Answer:" alone: the answer is on the next non-blank line, if there is one
-            nxt = _NON_BLANK_LINE.search(completion, m.end() + 1)
+            nxt = _NON_BLANK_LINE.search(completion, end + 1)
             rest = nxt.group(1).strip(" \t*_") if nxt else ""
         rest = rest.rstrip(" \t*_.")  # `Answer: **3**.`
+        if len(rest) > 1 and rest[0] == rest[-1] == "$": rest = rest.strip("$").strip()  # `$42$`
         if rest: return rest
-    return None
-
+    return boxed  # an early box, or None
 
 # %% ../nbs/04_rewards.ipynb #629b0647
 GRADE_TIMEOUT_S = 5
 MAX_ANSWER_CHARS = 512  # longest extracted answer handed to math-verify
 MAX_ANSWER_DEPTH = 8  # deepest nesting of brackets ( [ { in an answer handed to math-verify
 
+# LaTeX math-verify reads too kindly (`\\sqrt\\sqrt 3`, `\\frac\\frac12 3` and `\\not 3` all equal 3 for it): a root,
+# fraction or binomial whose argument is another of them written without braces, and any negation slash
+_MALFORMED = re.compile(r"\\(?:sqrt|[dt]?frac|binom)[^\S\n]*\\(?:sqrt|[dt]?frac|binom)(?![A-Za-z])|\\not(?![A-Za-z])")
+
 def answer_rejection(answer: str) -> str | None:
     """Why an extracted answer is graded wrong without being parsed, or None: longer than `MAX_ANSWER_CHARS`
-    characters, or brackets (`(`, `[`, `{`, counted together) nested deeper than `MAX_ANSWER_DEPTH`. math-verify's
+    characters, brackets (`(`, `[`, `{`, counted together) nested deeper than `MAX_ANSWER_DEPTH`, or LaTeX that
+    math-verify reads too kindly (`_MALFORMED`: `\\sqrt\\sqrt 3`, `\\frac\\frac12 3`, `\\not 3`, each equal to 3 for it). math-verify's
     parser and sympy take seconds on such answers (a 10,001-character sum, `\\frac` nested 300 deep: the whole
     5-second timeout); no answer of a math dataset comes near either bound. Time: O(min(len(answer), 512)).
     Raises `ValueError` if `answer` is not a string."""
     _check_text("answer", answer)
     if len(answer) > MAX_ANSWER_CHARS: return f"answer longer than {MAX_ANSWER_CHARS} characters ({len(answer):,})"
+    if m := _MALFORMED.search(answer): return f"malformed LaTeX: {m.group()!r}"
     depth = 0
     for ch in answer:
         if ch in "([{":
@@ -143,13 +170,29 @@ def answer_rejection(answer: str) -> str | None:
     return None
 
 # a digit-group separator between a group of 1-3 digits and one of exactly 3: a LaTeX space (`\\,` `\\:` `\\;` `\\ `
-# `\\!` `\\thinspace`, `,\\!`), a tie `~`, or a thin, narrow no-break, no-break or plain space (`1,000` and `1{,}000`
-# are left to math-verify, which reads them)
-_GROUP_SEP = r"(?:,?\\[,:; !]|\\thinspace(?![A-Za-z])[^\S\n]*|~|[\u2009\u202f\u00a0 ])"
+# `\\!` `\\thinspace`), MATH's `,\\!`, a tie `~`, or a thin, narrow no-break, no-break or plain space (`1,000` and
+# `1{,}000` are left to math-verify, which reads them). A comma followed by a positive space (`,\\;` `,\\,` `,\\ `)
+# separates the items of a pair, an interval, a list or a set, never the groups of one number: `(1,\\;100)` is a pair
+_GROUP_SEP = r"(?:,\\!|\\[,:; !]|\\thinspace(?![A-Za-z])[^\S\n]*|~|[\u2009\u202f\u00a0 ])"
 _GROUPED_NUMBER = re.compile(rf"(?<![\d.,])\d{{1,3}}(?:{_GROUP_SEP}\d{{3}})+(?!\d)")
 _GROUP_SEP_RE = re.compile(_GROUP_SEP)
 # a repeating decimal: 0.\overline{3}, 0.1\overline{6}, -2.\bar{45}, 0.\dot{3} (one digit under a dot)
 _REPEATING = re.compile(r"(?<![\d.])(-?)(\d*)\.(\d*)\\(?:(?:overline|bar)[^\S\n]*\{(\d+)\}|dot[^\S\n]*\{(\d)\})")
+
+# a plain number with the dress people put on it: a percent sign, degrees, a unit in \\text{}/\\mathrm{}, a trailing
+# period (`12.5\\%`, `30^\\circ`, `30°`, `5~\\text{cm}`, `12.`); the whole answer must be that number and its dress
+_DRESSED = re.compile(r"[^\S\n]*([-+]?\d+(?:\.\d+)?)(?:[^\S\n]|~|\\[,:; ])*"
+                      r"(?:\\?%|\^[^\S\n]*\{?[^\S\n]*\\circ[^\S\n]*\}?|°|\\degree(?![A-Za-z])|"
+                      r"\\(?:text|mathrm|textrm|mbox|rm)[^\S\n]*\{[^\S\n]*[A-Za-z]{1,12}\.?[^\S\n]*\})?[^\S\n]*\.?[^\S\n]*")
+# a mixed number written with a space: `2 1/2`, `-3 3/4` (the whole answer; a proper fraction after the whole part).
+# math-verify reads `2\\frac{1}{2}` as 2½ already, but `2 1/2` not at all
+_MIXED = re.compile(r"[^\S\n]*([-+]?)(\d+)[^\S\n]+(\d+)[^\S\n]*/[^\S\n]*(\d+)[^\S\n]*")
+
+def _mixed_as_fraction(m: re.Match) -> str | None:
+    "`\\frac{p}{q}` of a mixed number (sign, whole, numerator, denominator), or None when its fraction is not proper."
+    sign, whole, num, den = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    if not 0 < num < den: return None
+    return f"{'-' if sign == '-' else ''}\\frac{{{whole * den + num}}}{{{den}}}"
 
 def _repeating_as_fraction(m: re.Match) -> str:
     from fractions import Fraction
@@ -162,14 +205,20 @@ def normalize_answer(answer: str) -> str:
     0.9 grades wrong: a number whose digit groups are set apart by a thin space (`1\\,000`, `1\\ 000`, `1,\\!000`,
     U+2009, U+202F, a no-break or plain space; joined: `1000`), and a repeating decimal (`0.\\overline{3}`,
     `0.1\\overline{6}`, `0.\\bar{3}`, `0.\\dot{3}`; written as the exact fraction `\\frac{1}{3}`, `\\frac{1}{6}`). A
-    group must have exactly three digits after a separator, so `2 5` and `(1, 2)` are left alone; commas alone are
-    left to math-verify, which reads `1,000` and `1{,}000` already. Applied to the gold answer and to the extracted
+    group must have exactly three digits after a separator, so `2 5` and `(1, 2)` are left alone, and a comma followed
+    by a positive LaTeX space separates items, never groups (`(1,\\;100)` stays a pair); commas alone are left to
+    math-verify, which reads `1,000` and `1{,}000` already. Then, where the whole answer is one of them: a mixed
+    number written with a space (`2 1/2`: `\\frac{5}{2}`; math-verify reads `2\\frac{1}{2}` as 2½ itself), and a plain number in
+    the dress people put on it (`12.5\\%`, `30^\\circ`, `30°`, `5~\\text{cm}`, `12.`: the number alone), so that an
+    answer and a gold written with or without a percent sign, degrees or a unit read alike. Applied to the gold answer and to the extracted
     answer alike. Time linear in `len(answer)` (callers bound it by `MAX_ANSWER_CHARS` first). Raises `ValueError` if
     `answer` is not a string."""
     _check_text("answer", answer)
     if "\\" in answer or not answer.isascii() or " " in answer or "~" in answer:
         answer = _GROUPED_NUMBER.sub(lambda m: _GROUP_SEP_RE.sub("", m.group()), answer)
         answer = _REPEATING.sub(_repeating_as_fraction, answer)
+    if (m := _MIXED.fullmatch(answer)) and (frac := _mixed_as_fraction(m)): return frac
+    if m := _DRESSED.fullmatch(answer): return m.group(1)
     return answer
 
 class _GradeTimeout(BaseException):

@@ -65,6 +65,54 @@ GRADING = [
     (r"\boxed{0.\overline{3}}", "0.33", False),
     (r"\boxed{7}" + " and then more words" * 2_000, "7", True),  # a box followed by 40,000 characters
     (r"\boxed{7} " + "{" * 40_000, "7", True),
+    # answers as a mathematician reads them (issue 50, item 1); each row's rule has a positive and a negative row
+    (r"\boxed{(1,\;100)}", "1100", False),  # a comma and a LaTeX space separate items: a pair, not 1100
+    (r"\boxed{(1,\;100)}", "(1,100)", True),
+    (r"\boxed{[1,\;100]}", "1100", False),  # an interval
+    (r"\boxed{\{1,\ 100\}}", "1100", False),  # a set
+    (r"\boxed{1,\;100}", "1100", False),  # a list
+    (r"\boxed{(1\,000, 2)}", "(1000,2)", True),  # digit groups inside a pair still join
+    (r"so \boxed 1\,000", "1000", True),  # a bare box reads a grouped number whole
+    (r"so \boxed 1\,000", "1", False),
+    (r"so \boxed 1\,000.", "1000", True),
+    (r"\boxed{\sqrt\sqrt 3}", "3", False),  # malformed LaTeX math-verify reads too kindly
+    (r"\boxed{\frac\frac12 3}", "3", False),
+    (r"\boxed{\not 3}", "3", False),
+    (r"\boxed{\sqrt{\sqrt{3}}}", "3^{1/4}", True),  # the same written properly
+    (r"\boxed{\sqrt{2}\sqrt{2}}", "2", True),  # a root after a root's braced argument is no malformed LaTeX
+    (r"\boxed{\frac12}", "0.5", True),
+    (r"\boxed{12.5\%}", "12.5", True),  # percent
+    (r"\boxed{12.5\%}", r"12.5\%", True),
+    (r"\boxed{12.5\%}", "13", False),
+    ("Answer: 12.5%", "12.5", True),
+    (r"\boxed{30^\circ}", "30", True),  # degrees
+    (r"\boxed{30^{\circ}}", "30", True),
+    ("\\boxed{30°}", "30", True),
+    ("\\boxed{30°}", "60", False),
+    (r"\boxed{5~\text{cm}}", "5", True),  # a unit in \text{}
+    (r"\boxed{5\,\mathrm{kg}}", "5", True),
+    (r"\boxed{5~\text{cm}}", "6", False),
+    (r"\boxed{x\text{ cm}}", "5", False),  # only a number sheds its dress
+    (r"\boxed{12.}", "12", True),  # a trailing period
+    (r"\boxed{12.}", "13", False),
+    ("### Final Answer\n\n42", "42", True),  # a heading, the answer on the next line
+    ("**Final Answer**\n42", "42", True),
+    ("### Final Answer\n\n41", "42", False),
+    ("The final answer is: 42", "42", True),  # "final answer is" lines
+    ("The final answer is $42$.", "42", True),
+    ("The final answer is 41.", "42", False),
+    ("Answer: 2 1/2", "5/2", True),  # mixed numbers
+    ("Answer: -3 3/4", "-15/4", True),
+    (r"\boxed{2\frac{1}{2}}", "2.5", True),  # math-verify reads this one as 2½ itself
+    ("Answer: 2 1/2", "1", False),
+    (r"\boxed{2\frac{1}{2}}", "1", False),
+    ("Answer: 2 3/2", "3.5", False),  # not a mixed number (the fraction is not proper): left to math-verify
+    ("Put your final answer within \\boxed{}.\nSo 3 + 4 = 7.\n**Answer:** 7", "7", True),  # an echoed empty box
+    ("Put your final answer within \\boxed{}.\nSo 3 + 4 = 7.\n**Answer:** 7", "0", False),
+    (r"\boxed{5} and \boxed{ }", "5", True),  # a blank box after a real one: the real one
+    (r"\boxed{}", "0", None),  # only an empty box: no answer
+    (r"\boxed{3}" + " words" * 6_000 + "\nAnswer: 4", "4", True),  # an answer line at the end beats a box 36K earlier
+    (r"\boxed{3}" + " words" * 6_000 + "\nAnswer: 4", "3", False),
 ]
 
 
@@ -180,7 +228,9 @@ def test_answer_precedence_and_the_window():
 
 @pytest.mark.parametrize("shape", ["*" * 200_000, "* " * 100_000, "**Answer**" * 50_000, "\\boxed 1" * 50_000,
                                    ("\\boxed{" + "x" * 3_000) * 300 + "y" * 40_000, "\\boxed" + " " * 200_000 + "5",
-                                   "1\\," * 100_000])
+                                   "1\\," * 100_000, "\\boxed{}" * 100_000, "\\boxed{" * 50_000 + "}" * 50_000,
+                                   "Final Answer\n" * 100_000, "final answer is " * 60_000, "### Final Answer" * 60_000,
+                                   "\\boxed 1\\,000" * 60_000])
 def test_the_new_forms_keep_extraction_linear(shape):
     t0 = time.time()
     extract_final_answer(shape)
