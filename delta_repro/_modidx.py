@@ -426,7 +426,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                        'delta_repro.reporting.training_logs': ('reporting.html#training_logs', 'delta_repro/reporting.py'),
                                        'delta_repro.reporting.write_table': ('reporting.html#write_table', 'delta_repro/reporting.py')},
             'delta_repro.results': { 'delta_repro.results._claim_line': ('results.html#_claim_line', 'delta_repro/results.py'),
-                                     'delta_repro.results._finite': ('results.html#_finite', 'delta_repro/results.py'),
+                                     'delta_repro.results._difference': ('results.html#_difference', 'delta_repro/results.py'),
                                      'delta_repro.results._finite_text': ('results.html#_finite_text', 'delta_repro/results.py'),
                                      'delta_repro.results._gap_label': ('results.html#_gap_label', 'delta_repro/results.py'),
                                      'delta_repro.results._logged': ('results.html#_logged', 'delta_repro/results.py'),

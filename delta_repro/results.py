@@ -18,14 +18,12 @@ import numpy as np
 import pandas as pd
 
 from .evaluation import completion_agreement, load_results, mean_ci
-from .claims import _claim_specs
+from .claims import _claim_specs, _finite_number
 from .reporting import REPORT_TABLES, _delta_interval, paper_averages
 from .scores import learning_curve, log_history, method_runs, report_benchmarks, seed_problems
 
 # %% ../nbs/09d_results.ipynb #1de31643
-def _finite(x) -> bool:
-    try: return bool(np.isfinite(float(x)))
-    except (TypeError, ValueError): return False
+_finite = _finite_number  # whether a value reads as a finite number (claims' own test, one definition)
 
 def fmt_points(x, digits: int = 1, sign: bool = True) -> str:
     "A number of points as text: signed (`sign`) with `digits` decimals and a true minus sign; '—' when not finite."
@@ -486,6 +484,11 @@ def _claim_line(r) -> str:
     if _finite_text(r.get("placebo null")): s += f"; {r['placebo null']}"
     return s + "."
 
+def _difference(r, named: bool = True) -> str:
+    "A claim row's effect in words: '`a` − `b` = effect [95 % CI] points' (without the names: 'effect [CI] points')."
+    est = f"{fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} points"
+    return f"{r['method_a']} − {r['method_b']} = {est}" if named else est
+
 def _supported(r) -> bool | None:
     "Whether a claim row's verdict supports its claim; None while its runs are missing or its reading is interim."
     v = str(r["verdict"])
@@ -522,22 +525,19 @@ def replication_text(report: dict) -> str:
         if s.get("role"): by_role[s["role"]] = r
     if "control" in by_role:
         r = by_role["control"]
-        why.append(f"A loss scale that AdamW divides out moves held-out accuracy by {fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} "
-                   f"points ({r['tost']}): differences of that size are what 100 steps make of nothing.")
+        why.append(f"A loss scale that AdamW divides out moves held-out accuracy by {_difference(r, named=False)} "
+                   f"({r['tost']}): differences of that size are what 100 steps make of nothing.")
     if "replication" in by_role:
         r = by_role["replication"]
         ok = _supported(r)
         why.append(f"The deficit {'replicates' if ok else 'does not replicate'} on new seeds from one warm start: "
-                   f"{r['method_a']} − {r['method_b']} = {fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} points"
-                   + (f", {r['placebo null']}" if _finite_text(r.get("placebo null")) else "") + ".")
+                   f"{_difference(r)}" + (f", {r['placebo null']}" if _finite_text(r.get("placebo null")) else "") + ".")
     if "dose" in by_role:
         r = by_role["dose"]
-        why.append(f"A wider λ range {'costs more' if _supported(r) else 'is not shown to cost more'}: "
-                   f"{r['method_a']} − {r['method_b']} = {fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} points.")
+        why.append(f"A wider λ range {'costs more' if _supported(r) else 'is not shown to cost more'}: {_difference(r)}.")
     if "premise" in by_role:
         r = by_role["premise"]
-        why.append(f"The premise made exact {'beats' if _supported(r) else 'does not beat'} DAPO: "
-                   f"{r['method_a']} − {r['method_b']} = {fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} points. "
+        why.append(f"The premise made exact {'beats' if _supported(r) else 'does not beat'} DAPO: {_difference(r)}. "
                    + ("So token credit can pay at this scale, and DelTA's estimator, not the premise, is the weak link."
                       if _supported(r) else
                       "So re-weighting the tokens that decide the answer does not pay at this scale either: the premise, "

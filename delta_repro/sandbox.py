@@ -95,24 +95,40 @@ def _bwrap_argv(bwrap: str, python: str, disk_mb: int, seccomp_fd: int | None = 
 # are refused in the sandbox (EPERM), by architecture
 _SECCOMP_DENY = {"x86_64": (0xC000003E, (319, 29, 68)),  # (AUDIT_ARCH, memfd_create, shmget, msgget)
                  "aarch64": (0xC00000B7, (279, 194, 186))}
+# As root the sandbox needs no user namespace, so bwrap's --disable-userns (which needs one) cannot stop the program
+# from making its own and mounting a tmpfs there (a probe held 1.5 GiB so); these calls are refused as well: unshare,
+# setns, mount, umount2, pivot_root and the new mount API (open_tree, move_mount, fsopen, fsmount) with EPERM; clone
+# with any CLONE_NEW* flag with EPERM; clone3, whose flags a classic filter cannot read, with ENOSYS, so that the C
+# library falls back to clone for its threads and processes. By architecture: (clone, clone3, refused calls)
+_SECCOMP_NS = {"x86_64": (56, 435, (272, 308, 165, 166, 155, 428, 429, 430, 432)),
+               "aarch64": (220, 435, (97, 268, 40, 39, 41, 428, 429, 430, 432))}
+_CLONE_NEW = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 SANDBOX_NOFILE = 256  # descriptors a sandboxed process may hold (RLIMIT_NOFILE): pipes, sockets, files
 
 @functools.lru_cache(maxsize=None)
 def _seccomp_filter() -> bytes | None:
-    """A classic BPF program for bwrap's `--seccomp`: `memfd_create`, `shmget` and `msgget` fail with EPERM (as does
-    every call of another ABI: i386 or x32 on x86_64), everything else is allowed; None on an architecture not in `_SECCOMP_DENY`."""
+    """A classic BPF program for bwrap's `--seccomp`: `memfd_create`, `shmget` and `msgget` fail with EPERM (memory no
+    process owns), as do `unshare`, `setns`, the mount calls and a `clone` into a new namespace (`_SECCOMP_NS`), and
+    every call of another ABI (i386 or x32 on x86_64); `clone3` fails with ENOSYS (the C library then uses `clone`);
+    everything else is allowed. None on an architecture not in `_SECCOMP_DENY`."""
     import struct
     arch = os.uname().machine
     if arch not in _SECCOMP_DENY: return None
     audit, nrs = _SECCOMP_DENY[arch]
-    n = len(nrs)
+    clone, clone3, ns = _SECCOMP_NS[arch]
+    # (code, true label or 0, false label or 0, k); a label is a string, resolved to a forward offset below
     prog = [(0x20, 0, 0, 4),  # A = arch
-            (0x15, 0, n + 3, audit),  # another ABI (i386 on x86_64): refuse every call
+            (0x15, 0, "deny", audit),  # another ABI (i386 on x86_64): refuse every call
             (0x20, 0, 0, 0),  # A = the system call's number
-            (0x35, n + 1, 0, 0x40000000)]  # x32 ABI: refuse
-    prog += [(0x15, n - i, 0, nr) for i, nr in enumerate(nrs)]  # refused calls jump to the last instruction
-    prog += [(0x06, 0, 0, 0x7FFF0000), (0x06, 0, 0, 0x00050000 | 1)]  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EPERM
-    return b"".join(struct.pack("=HBBI", *ins) for ins in prog)
+            (0x35, "deny", 0, 0x40000000)]  # x32 ABI: refuse
+    prog += [(0x15, "deny", 0, nr) for nr in nrs + ns]
+    prog += [(0x15, "nosys", 0, clone3), (0x15, 0, "allow", clone),
+             (0x20, 0, 0, 16),  # A = clone's flags (the low half of its first argument)
+             (0x45, "deny", "allow", _CLONE_NEW)]  # any CLONE_NEW* flag: refuse
+    at = {"allow": len(prog), "deny": len(prog) + 1, "nosys": len(prog) + 2}
+    prog += [(0x06, 0, 0, 0x7FFF0000), (0x06, 0, 0, 0x00050000 | 1), (0x06, 0, 0, 0x00050000 | 38)]  # ALLOW, EPERM, ENOSYS
+    jump = lambda i, t: at[t] - i - 1 if isinstance(t, str) else t
+    return b"".join(struct.pack("=HBBI", c, jump(i, jt), jump(i, jf), k) for i, (c, jt, jf, k) in enumerate(prog))
 
 def _data_fd(data: bytes) -> int:
     "A fresh descriptor of an unnamed file holding `data`, read from its start (the caller closes it)."
@@ -195,12 +211,14 @@ _JOIN = 'for g; do [ "$g" = -- ] && break; echo $$ > "$g/cgroup.procs" || exit 1
 def memory_bound() -> str:
     """Which mechanism charges a sandbox's memory on this machine: one memory cgroup per sandbox (cgroup v1, as root:
     `_make_cgroups`, all its processes together) with a pids cgroup, else only RLIMIT_AS per process; beside it a
-    seccomp filter refusing `memfd_create`, `shmget` and `msgget` (memory no process owns) and RLIMIT_NOFILE
+    seccomp filter refusing `memfd_create`, `shmget` and `msgget` (memory no process owns), new namespaces and mounts
+    (a tmpfs in a namespace of the program's own), and RLIMIT_NOFILE
     (`SANDBOX_NOFILE`)."""
     cg = _cgroup_parents()
     how = ("a memory and a pids cgroup per sandbox (cgroup v1) and RLIMIT_AS per process" if cg else
            "RLIMIT_AS per process only (no writable cgroup v1 memory and pids hierarchy here, or not root)")
-    return how + (f", RLIMIT_NOFILE {SANDBOX_NOFILE} and seccomp (memfd_create, shmget, msgget refused)"
+    return how + (f", RLIMIT_NOFILE {SANDBOX_NOFILE} and seccomp (memfd_create, shmget, msgget refused; unshare, setns, "
+                  "mount and a clone into a new namespace refused)"
                   if _seccomp_filter() is not None else f", RLIMIT_NOFILE {SANDBOX_NOFILE} (no seccomp filter for {os.uname().machine})")
 
 _PROBE_LOCK = threading.Lock()

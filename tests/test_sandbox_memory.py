@@ -60,3 +60,40 @@ def test_sysv_message_queues_are_refused():
     assert "msgget refused" in memory_bound()
     r = run_tests_sandboxed(QUEUE, ["assert queue() == -1"], entry_point="queue")
     assert r.passed == 1, r
+
+
+NAMESPACES = """
+import ctypes, ctypes.util, os, platform, signal, subprocess, sys, threading
+libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+NR_CLONE = {"x86_64": 56, "aarch64": 220}[platform.machine()]
+def tmpfs():  # a user and mount namespace of its own, then a tmpfs there (1.5 GiB held so before)
+    if libc.unshare(0x10000000 | 0x00020000) != 0: return ("unshare", ctypes.get_errno())
+    os.makedirs("/tmp/m", exist_ok=True)
+    return ("mount", libc.mount(b"none", b"/tmp/m", b"tmpfs", 0, b"size=1g"), ctypes.get_errno())
+def clone_new_user():  # the raw clone call with CLONE_NEWUSER: refused before a child exists
+    pid = libc.syscall(NR_CLONE, 0x10000000 | signal.SIGCHLD, 0, 0, 0, 0)
+    if pid == 0: os._exit(0)
+    if pid > 0: os.waitpid(pid, 0); return "cloned"
+    return ("clone", ctypes.get_errno())
+def ordinary():  # what a program may still do: threads, fork, a subprocess
+    out = []
+    t = threading.Thread(target=lambda: out.append(1)); t.start(); t.join()
+    pid = os.fork()
+    if pid == 0: os._exit(7)
+    out.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    out.append(subprocess.run([sys.executable, "-I", "-S", "-c", "print(5)"], capture_output=True, text=True).stdout.strip())
+    return out
+"""
+
+
+def test_a_namespace_of_its_own_and_a_tmpfs_are_refused():
+    # as root bwrap's --disable-userns cannot apply (no user namespace is made); before the seccomp rules the program
+    # unshared a user and mount namespace and mounted a tmpfs (the first test passed as ("mount", 0, 0))
+    assert "unshare, setns, mount and a clone into a new namespace refused" in memory_bound()
+    r = run_tests_sandboxed(NAMESPACES, ["assert tmpfs() == ('unshare', 1)"], entry_point="tmpfs")
+    assert r.passed == 1, r  # EPERM
+    r = run_tests_sandboxed(NAMESPACES, ["assert clone_new_user() == ('clone', 1)"], entry_point="clone_new_user")
+    assert r.passed == 1, r
+    # threads (clone3 answers ENOSYS, so the C library falls back to clone), fork and subprocesses still work
+    r = run_tests_sandboxed(NAMESPACES, ["assert ordinary() == [1, 7, '5']"], entry_point="ordinary", timeout_s=30)
+    assert r.passed == 1, r
