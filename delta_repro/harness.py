@@ -122,6 +122,25 @@ def _deep(fn, *args):
     finally: sys.setrecursionlimit(old)
 
 
+_PROGRAM_LIMIT = [sys.getrecursionlimit()]  # the recursion limit the program runs under: Python's, or its own once set
+
+
+def _as_program(fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` (a call into the candidate's code) under the recursion limit plain Python would give it:
+    the interpreter's default, or what the program itself set (kept for its later calls), not the harness's raised
+    one (`_deep`), under which a 3,000-deep recursion would pass where plain Python raises RecursionError."""
+    inner = sys.getrecursionlimit()
+    sys.setrecursionlimit(_PROGRAM_LIMIT[0])
+    try: return fn(*args, **kwargs)
+    finally:
+        _PROGRAM_LIMIT[0] = sys.getrecursionlimit()
+        sys.setrecursionlimit(inner)
+
+
+def _raised(e: BaseException) -> dict:
+    "What crosses for an exception the candidate's code raised: its class's name and the names of its bases (its MRO)."
+    return {"raised": type(e).__name__, "mro": [c.__name__ for c in type(e).__mro__][:32]}
+
 # %% ../nbs/04c_harness.ipynb #h0a1c0df
 # --- the candidate's server -----------------------------------------------------------------------------------------
 
@@ -256,6 +275,7 @@ def _functional(code, req_fd, rep_fd):
     ns = {"__name__": "__sandbox__"}  # an `if __name__ == "__main__":` demo or stdin reader does not run
     try:
         exec(compile(code, "solution.py", "exec"), ns)
+        _PROGRAM_LIMIT[0] = sys.getrecursionlimit()  # the program may set its own at load
         text = '{"loaded": true}'
     except BaseException as e:
         text = json.dumps({"loaded": False, "raised": type(e).__name__})
@@ -284,14 +304,14 @@ def _functional(code, req_fd, rep_fd):
         try:
             req = json.loads(line)
             target, op = resolve(req["target"]), req["op"]
-            if op == "iter": reply = {"value": ref(iter(target))}
+            if op == "iter": reply = {"value": ref(_as_program(iter, target))}
             elif op == "next":
-                try: reply = {"value": encode(next(target), ref)}
+                try: reply = {"value": encode(_as_program(next, target), ref)}
                 except StopIteration: reply = {"stop": True}
             elif op == "take":  # up to n items; "end" once it is exhausted
                 out, end = [], False
                 for _ in range(req["n"]):
-                    try: out.append(encode(next(target), ref, 1))
+                    try: out.append(encode(_as_program(next, target), ref, 1))
                     except StopIteration:
                         end = True
                         break
@@ -299,7 +319,7 @@ def _functional(code, req_fd, rep_fd):
             else:
                 args = [decode(a, special) for a in req["args"]]
                 kwargs = {k: decode(v, special) for k, v in req["kwargs"].items()}
-                result = target(*args, **kwargs)
+                result = _as_program(target, *args, **kwargs)
                 reply = {"value": encode(result, ref),
                          "args": {i: encode(a, ref) for i, a in enumerate(args) if type(a) in _MUTABLE}}
                 same = [i for i, a in enumerate(args) if a is result and type(a) in _MUTABLE]
@@ -308,12 +328,11 @@ def _functional(code, req_fd, rep_fd):
         except _Undefined as e:
             return json.dumps({"undefined": str(e)})
         except BaseException as e:
-            return json.dumps({"raised": type(e).__name__})
+            return json.dumps(_raised(e))
 
     for line in rin:
         rout.write(_deep(answer, line).encode() + b"\n")
         rout.flush()
-
 
 # %% ../nbs/04c_harness.ipynb #h0a1c0e0
 # --- the judge ------------------------------------------------------------------------------------------------------
@@ -338,6 +357,29 @@ class _NotDefined(BaseException):
 # exceptions that steer the caller's control flow: one raised by a call of the candidate's would end the test's
 # `all(map(...))` early as if it had run to the end, so it arrives as a `CandidateError` instead
 _CONTROL_FLOW = (StopIteration, StopAsyncIteration)
+_NAMED = {}  # (built-in class, the candidate's class name) -> a subclass of the first named so, made once
+
+
+def _candidate_exception(name, mro) -> BaseException:
+    """The exception a test sees for one the candidate's code raised, from `_raised`'s `name` and `mro` (the names
+    of its class's MRO): an instance of the first built-in `Exception` class along that MRO, so that `except
+    ValueError` catches the program's own ValueError subclass, json's `JSONDecodeError` or a `UnicodeDecodeError`
+    as plain Python would; of a subclass with the candidate's class name where that differs (`type(e).__name__`
+    reads as in plain Python). A control-flow exception (StopIteration would steer the test's own loop), a class
+    with no built-in Exception base and a malformed reply give `CandidateError(name)`. The names are the
+    candidate's to choose, but they buy nothing plain Python would not give: any built-in exception may be raised."""
+    names = [n for n in (mro if isinstance(mro, list) else [name]) if isinstance(n, str) and n.isidentifier()][:32]
+    base = next((b for b in (getattr(builtins, n, None) for n in names) if isinstance(b, type) and issubclass(b, Exception)), None)
+    if base is None or issubclass(base, _CONTROL_FLOW) or not isinstance(name, str) or not name.isidentifier():
+        return CandidateError(str(name)[:100])
+    cls = base
+    if name != base.__name__:
+        if (base, name) not in _NAMED and len(_NAMED) < 256:
+            _NAMED[(base, name)] = type(name, (base,), {"__module__": "candidate"})
+        cls = _NAMED.get((base, name), base)
+    err = cls.__new__(cls)  # without the class's own __init__, which may want arguments (UnicodeDecodeError: five)
+    BaseException.__init__(err, "raised by the candidate's code")
+    return err
 
 
 class _Remote:
@@ -422,13 +464,7 @@ class _Channel:
         if "value" in msg: return self.decode(msg["value"])
         if "undefined" in msg: raise _NotDefined(str(msg["undefined"])[:100])
         name = msg.get("raised")
-        exc = getattr(builtins, name, None) if isinstance(name, str) and name.isidentifier() else None
-        # a test may expect ValueError, say; never StopIteration, which would steer the test's own loop
-        if isinstance(exc, type) and issubclass(exc, Exception) and not issubclass(exc, _CONTROL_FLOW):
-            try: err = exc("raised by the candidate's code")
-            except Exception: err = CandidateError(name)
-            raise err
-        raise CandidateError(str(name)[:100])
+        raise _candidate_exception(name, msg.get("mro"))
 
     def call(self, path: tuple, args: tuple, kwargs: dict):
         req = {"op": "call", "target": list(path), "args": [_to_plain(a) for a in args],
@@ -454,7 +490,6 @@ def _to_plain(x):
         if isinstance(v, numbers.Real): return float(v)
         raise _Unsupported(f"a {type(v).__name__} cannot be passed to the candidate's code")
     return encode(x, ref)
-
 
 # %% ../nbs/04c_harness.ipynb #e27a0002
 # --- the test's own namespace ---------------------------------------------------------------------------------------

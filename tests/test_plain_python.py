@@ -108,6 +108,17 @@ BENIGN = [
       "        atol = 1e-6\n    if not exact_match and atol != 0:\n        assert np.allclose(out, exp, rtol=1e-07, atol=atol)\n"
       "    else:\n        assert exact_match\ndef check(candidate):\n    for inp, exp in [([1, 2], 3), ([0.1, 0.2], 0.3)]:\n"
       "        assertion(candidate(*inp), exp, 0)\ncheck(add)"], "functional", None),
+    # exceptions caught by their class hierarchy, as plain Python catches them (issue 50, item 2)
+    ("its own ValueError subclass", "class BadInput(ValueError): pass\ndef parse(s):\n    if not s.isdigit(): raise BadInput(s)\n"
+     "    return int(s)", ["try:\n    parse('x')\n    assert False\nexcept ValueError as e:\n    assert type(e).__name__ == 'BadInput'"],
+     "functional", None),
+    ("json's JSONDecodeError as a ValueError", "import json\ndef load(s): return json.loads(s)",
+     ["try:\n    load('{')\n    assert False\nexcept ValueError:\n    pass"], "functional", None),
+    ("UnicodeDecodeError as itself and as a ValueError", "def text(b): return b.decode('utf-8')",
+     ["try:\n    text(b'\\xff')\n    assert False\nexcept UnicodeDecodeError:\n    pass",
+      "try:\n    text(b'\\xff')\n    assert False\nexcept ValueError:\n    pass"], "functional", None),
+    ("a deep recursion under the limit the program sets", "import sys\nsys.setrecursionlimit(10_000)\n"
+     "def depth(n): return 0 if n == 0 else 1 + depth(n - 1)", ["assert depth(3_000) == 3_000"], "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -129,6 +140,10 @@ FORGED = [
     ("an argument left unsorted", "def sort_in_place(a):\n    return sorted(a)", ["a = [3, 1, 2]\nsort_in_place(a)\nassert a == [1, 2, 3]"], None),
     ("a copy, not the argument", "def push(stack, x):\n    return stack + [x]", ["s = [1]\nassert push(s, 2) is s"], None),
     ("StopIteration to end the test's loop", "def f(x):\n    raise StopIteration", ["assert all(f(x) == 1 for x in [1, 2])"], None),
+    # plain Python's recursion limit (issue 50, item 2): 3,000 calls deep raise RecursionError under Python's default
+    ("a recursion plain Python refuses", "def depth(n): return 0 if n == 0 else 1 + depth(n - 1)",
+     ["assert depth(3_000) == 3_000"], None),
+    ("a KeyError taken for a ValueError", "def f(d): return d['x']", ["try:\n    f({})\nexcept ValueError:\n    pass"], None),
 ]
 
 
