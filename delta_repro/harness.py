@@ -267,7 +267,8 @@ class _Undefined(Exception):
 
 def _functional(code, req_fd, rep_fd):
     """Load the program, then answer the judge's requests, one JSON line each: `call` (a name or a referenced object,
-    with arguments), `iter` (a reference to `iter(obj)`), `next` (one item, or the end) and `take` (up to n items).
+    with arguments), `iter` (a reference to `iter(obj)`), `next` (one item, or the end) and `take` (up to n items,
+    and the exception raised after them, if one was: the judge raises it only when the test asks for that item).
     A reply is a value (with the arguments a call changed, and which argument it returned, if it did), the name of
     the exception raised, or the name the program does not define."""
     _exit_builtins()
@@ -308,22 +309,31 @@ def _functional(code, req_fd, rep_fd):
             elif op == "next":
                 try: reply = {"value": encode(_as_program(next, target), ref)}
                 except StopIteration: reply = {"stop": True}
-            elif op == "take":  # up to n items; "end" once it is exhausted
-                out, end = [], False
+            elif op == "take":  # up to n items; "end" once it is exhausted; "after": what it raised after them
+                out, end, after = [], False, None
                 for _ in range(req["n"]):
                     try: out.append(encode(_as_program(next, target), ref, 1))
                     except StopIteration:
                         end = True
                         break
+                    except BaseException as e:
+                        if not out: raise  # nothing read before it: the reply is the exception itself
+                        end, after = True, _raised(e)
+                        break
                 reply = {"value": out, "end": end}
+                if after: reply["after"] = after
             else:
                 args = [decode(a, special) for a in req["args"]]
                 kwargs = {k: decode(v, special) for k, v in req["kwargs"].items()}
                 result = _as_program(target, *args, **kwargs)
                 reply = {"value": encode(result, ref),
-                         "args": {i: encode(a, ref) for i, a in enumerate(args) if type(a) in _MUTABLE}}
+                         "args": {i: encode(a, ref) for i, a in enumerate(args) if type(a) in _MUTABLE},
+                         "kwargs": {k: encode(v, ref) for k, v in kwargs.items() if type(v) in _MUTABLE}}
                 same = [i for i, a in enumerate(args) if a is result and type(a) in _MUTABLE]
                 if same: reply["same"] = same[0]
+                else:
+                    same_kw = [k for k, v in kwargs.items() if v is result and type(v) in _MUTABLE]
+                    if same_kw: reply["same_kw"] = same_kw[0]
             return json.dumps(reply)
         except _Undefined as e:
             return json.dumps({"undefined": str(e)})
@@ -414,19 +424,29 @@ class _Remote:
 
 
 class _RemoteIter:
-    "An iterator in the candidate's process, read in batches of 16, 32, ... 4,096 items."
-    def __init__(self, chan, path): self.chan, self.path, self.buf, self.n, self.end = chan, path, [], 16, False
+    """An iterator in the candidate's process, read in batches of 16, 32, ... 4,096 items. An exception the iterator
+    raised within a batch, after some items, is raised here only when the test asks for the item it stood in place
+    of, as plain Python would raise it; a test that takes fewer items never sees it."""
+    def __init__(self, chan, path):
+        self.chan, self.path, self.buf, self.n, self.end, self.after = chan, path, [], 16, False, None
 
     def __iter__(self): return self
 
     def __next__(self):
         if not self.buf:
+            if self.after is not None:
+                after, self.after = self.after, None
+                raise _candidate_exception(after.get("raised"), after.get("mro"))
             if self.end: raise StopIteration
             msg = self.chan.ask({"op": "take", "target": list(self.path), "n": self.n}, raw=True)
             items, self.end, self.n = self.chan.value(msg), msg.get("end") is True, min(self.n * 2, 4096)
             if type(items) is not list: raise _Broken("protocol: take")
+            after = msg.get("after")
+            self.after = after if isinstance(after, dict) else None
             self.buf = items[::-1]
-            if not self.buf: raise StopIteration
+            if not self.buf:
+                if self.after is None: raise StopIteration
+                return self.__next__()  # no item before the exception: raise it now
         return self.buf.pop()
 
 
@@ -475,8 +495,14 @@ class _Channel:
         if isinstance(changed, dict):  # the arguments as the call left them, made so here
             for i, new in changed.items():
                 if i.isdigit() and int(i) < len(args): _update(args[int(i)], self.decode(new))
-        same = msg.get("same")
-        return args[same] if type(same) is int and 0 <= same < len(args) and type(args[same]) in _MUTABLE else value
+        changed = msg.get("kwargs")
+        if isinstance(changed, dict):  # the keyword arguments alike: `f(a, out=buf)` fills the test's own `buf`
+            for k, new in changed.items():
+                if k in kwargs: _update(kwargs[k], self.decode(new))
+        same, same_kw = msg.get("same"), msg.get("same_kw")
+        if type(same) is int and 0 <= same < len(args) and type(args[same]) in _MUTABLE: return args[same]
+        if isinstance(same_kw, str) and same_kw in kwargs and type(kwargs[same_kw]) in _MUTABLE: return kwargs[same_kw]
+        return value
 
 
 def _to_plain(x):
@@ -707,8 +733,12 @@ def _main():
         if site: sys.path.append(site)
         sys.setrecursionlimit(MAX_DEPTH * 4 + 1_000)
         _judge(json.loads(text), int(req_fd), int(rep_fd), int(out_fd))
-    elif mode == "stdio": _stdio_serve(text, *map(int, sys.argv[9:12]))  # request, reply descriptors; output cap
-    else: _functional(text, *map(int, sys.argv[9:11]))
+    elif mode == "stdio":  # request, reply descriptors; output cap; then where numpy is (or "")
+        if len(sys.argv) > 12 and sys.argv[12]: sys.path.append(sys.argv[12])
+        _stdio_serve(text, *map(int, sys.argv[9:12]))
+    else:  # request, reply descriptors; then where numpy is (or "")
+        if len(sys.argv) > 11 and sys.argv[11]: sys.path.append(sys.argv[11])
+        _functional(text, *map(int, sys.argv[9:11]))
     os._exit(0)
 
 

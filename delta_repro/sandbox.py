@@ -433,12 +433,13 @@ def _harness_code() -> bytes:
 # run as `python -I -S -c _BOOT <code fd> ROLE ...`: the harness's code object from its descriptor, as __main__
 _BOOT = "import marshal, sys\nwith open(int(sys.argv.pop(1)), 'rb') as f: code = marshal.loads(f.read())\nexec(code)"
 
-JUDGE_SITE = "/opt/judge-site"  # where the judge's sandbox sees numpy (read-only), for tests that import it
+JUDGE_SITE = "/opt/judge-site"  # where both sandboxes see numpy (read-only), for tests and programs that import it
 
 @functools.lru_cache(maxsize=None)
 def _judge_site(isolated: bool) -> tuple[tuple, str]:
-    """(binds, path on the judge's sys.path): numpy (and its bundled libraries) for tests that import it, read-only;
-    nothing where numpy is not installed. Unisolated, the judge reads numpy where it is."""
+    """(binds, path on the sandbox's sys.path): numpy (and its bundled libraries), read-only, for tests (the judge) and
+    programs (the candidate) that import it, as a solution of the code data sets may; nothing where numpy is not
+    installed. Unisolated, both read numpy where it is."""
     import importlib.util
     spec = importlib.util.find_spec("numpy")
     if spec is None or not spec.origin: return (), ""
@@ -497,7 +498,9 @@ def _run_stdio(bwrap, code, cases, deadline, cap, limits, disk_mb, workdir, uid)
     a thread, so no test waits on a round trip to this process."""
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
-    try: proc = _spawn(bwrap, "stdio", code, limits, disk_mb, workdir, uid, extra_fds=(req_r, rep_w), extra_args=(cap,))
+    binds, site = _judge_site(bwrap is not None)  # numpy, for a program that imports it, as plain Python would have
+    try: proc = _spawn(bwrap, "stdio", code, limits, disk_mb, workdir, uid, extra_fds=(req_r, rep_w), extra_args=(cap, site),
+                       binds=binds)
     finally: os.close(req_r); os.close(rep_w)
     passed, stopped = 0, None
     os.set_blocking(req_w, False)
@@ -536,8 +539,9 @@ def _run_functional(bwrap, code, spec, deadline, limits, disk_mb, workdir, uids)
     out_r, out_w = os.pipe()  # judge -> here
     procs = []
     try:
-        procs.append(_spawn(bwrap, "functional", code, limits, disk_mb, workdir, uids[0], extra_fds=(req_r, rep_w)))
-        binds, site = _judge_site(bwrap is not None)
+        binds, site = _judge_site(bwrap is not None)  # numpy for the program (as plain Python has it) and the tests
+        procs.append(_spawn(bwrap, "functional", code, limits, disk_mb, workdir, uids[0], extra_fds=(req_r, rep_w),
+                            extra_args=(site,), binds=binds))
         procs.append(_spawn(bwrap, "judge", json.dumps(spec), limits, disk_mb, workdir, uids[1],
                             extra_fds=(req_w, rep_r, out_w), extra_args=(site,), binds=binds))
     except BaseException:

@@ -119,6 +119,15 @@ BENIGN = [
       "try:\n    text(b'\\xff')\n    assert False\nexcept ValueError:\n    pass"], "functional", None),
     ("a deep recursion under the limit the program sets", "import sys\nsys.setrecursionlimit(10_000)\n"
      "def depth(n): return 0 if n == 0 else 1 + depth(n - 1)", ["assert depth(3_000) == 3_000"], "functional", None),
+    ("a generator that raises after the items the test takes", "def gen():\n    yield 1\n    yield 2\n    yield 3\n"
+     "    raise ValueError('past the end')", ["from itertools import islice\nassert list(islice(gen(), 3)) == [1, 2, 3]"],
+     "functional", None),
+    ("fills a keyword argument in place", "def fill(n, out=None):\n    out.extend(range(n))\n    return out",
+     ["buf = []\nfill(3, out=buf)\nassert buf == [0, 1, 2]", "buf = []\nassert fill(2, out=buf) is buf"], "functional", None),
+    ("a program that imports numpy", "import numpy as np\ndef total(xs):\n    return int(np.asarray(xs).sum())",
+     ["assert total([1, 2, 3]) == 6"], "functional", None),
+    ("stdio a program that imports numpy", "import numpy as np\nprint(int(np.arange(int(input())).sum()))",
+     ['__check_io("5\\n", "10\\n")'], "stdio", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -144,6 +153,10 @@ FORGED = [
     ("a recursion plain Python refuses", "def depth(n): return 0 if n == 0 else 1 + depth(n - 1)",
      ["assert depth(3_000) == 3_000"], None),
     ("a KeyError taken for a ValueError", "def f(d): return d['x']", ["try:\n    f({})\nexcept ValueError:\n    pass"], None),
+    ("a generator read to its end, which raises", "def gen():\n    yield 1\n    raise ValueError('past the end')",
+     ["assert list(gen()) == [1]"], None),
+    ("a keyword argument left as it was", "def fill(n, out=None):\n    return list(range(n))",
+     ["buf = []\nfill(3, out=buf)\nassert buf == [0, 1, 2]"], None),
 ]
 
 
