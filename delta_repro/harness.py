@@ -261,13 +261,25 @@ def _stdio_serve(code, req_fd, rep_fd, cap):
         rout.flush()
 
 
+def _default_truth(obj):
+    """True where `obj`'s class leaves truth to `object` (no `__bool__`, no `__len__`: every instance is true, and no
+    code of the program's runs to say so); None where the class defines its own, which is not taken on its word (the
+    hostile corpus's object whose `__bool__` passes `assert f(x)`)."""
+    t = type(obj)
+    return None if getattr(t, "__bool__", None) is not None or getattr(t, "__len__", None) is not None else True
+
+
+_VALUE_OPS = {"len": len, "str": str, "truth": _default_truth}  # what a test may ask of the candidate's own object
+
+
 class _Undefined(Exception):
     pass
 
 
 def _functional(code, req_fd, rep_fd):
     """Load the program, then answer the judge's requests, one JSON line each: `call` (a name or a referenced object,
-    with arguments), `iter` (a reference to `iter(obj)`), `next` (one item, or the end) and `take` (up to n items,
+    with arguments), `get` (an attribute's value), `len`, `str`, `eq` (the object's own methods, run here), `truth`,
+    `iter` (a reference to `iter(obj)`), `next` (one item, or the end) and `take` (up to n items,
     and the exception raised after them, if one was: the judge raises it only when the test asks for that item).
     A reply is a value (with the arguments a call changed, and which argument it returned, if it did), the name of
     the exception raised, or the name the program does not define."""
@@ -306,6 +318,11 @@ def _functional(code, req_fd, rep_fd):
             req = json.loads(line)
             target, op = resolve(req["target"]), req["op"]
             if op == "iter": reply = {"value": ref(_as_program(iter, target))}
+            elif op == "get": reply = {"value": encode(target, ref)}  # an attribute's value, as a call's result crosses
+            elif op in _VALUE_OPS:  # len and str of the candidate's own object (its own methods, run here); its truth
+                reply = {"value": encode(_as_program(_VALUE_OPS[op], target), ref)}
+            elif op == "eq":  # two objects of the candidate's compared by its own ==
+                reply = {"value": encode(_as_program(lambda a, b: a == b, target, decode(req["other"], special)), ref)}
             elif op == "next":
                 try: reply = {"value": encode(_as_program(next, target), ref)}
                 except StopIteration: reply = {"stop": True}
@@ -402,8 +419,11 @@ class _Remote:
     def __init__(self, chan, path: tuple): self._chan, self._path = chan, path
 
     def __getattr__(self, attr):
+        """The attribute's value, fetched now as plain Python reads it: a value crosses by value (so `node.next is
+        None` ends a linked list's walk), an object stays the candidate's (a reference; a bound method is called
+        there). An attribute the object lacks raises AttributeError here, so `hasattr` reads as in plain Python."""
         if attr.startswith("__"): raise AttributeError(attr)
-        return _Remote(self._chan, self._path + (attr,))
+        return self._chan.ask({"op": "get", "target": list(self._path + (attr,))})
 
     def __call__(self, *args, **kwargs): return self._chan.call(self._path, args, kwargs)
 
@@ -417,8 +437,50 @@ class _Remote:
         if msg.get("stop") is True: raise StopIteration
         return self._chan.value(msg)
 
-    def __bool__(self):  # an object's truth is its own class's business, which does not run here
-        raise TypeError("the truth value of an object in the candidate's process is not known here")
+    def _value(self):
+        """What this path holds now: a value (crossed by value, as a call's result) or a reference to an object of the
+        candidate's (itself, for a reference; a name of the candidate's program is looked up)."""
+        if self._path[0] == "ref" and len(self._path) == 2: return self
+        return self._chan.ask({"op": "get", "target": list(self._path)})
+
+    def _object_op(self, op: str, **extra):
+        "`op` (len, str, truth, eq) applied in the candidate's process to the object this path holds."
+        return self._chan.ask({"op": op, "target": list(self._path), **extra})
+
+    def __bool__(self):
+        """A value's truth; an object of the candidate's is true where its class leaves truth to `object` (a node of a
+        linked list: `while node:`); one whose class defines `__bool__` or `__len__` has no truth here (TypeError),
+        as its own say is not taken (`assert is_even(4)` with an object that claims to be true)."""
+        v = self._value()
+        if not isinstance(v, _Remote): return bool(v)
+        if v._object_op("truth") is True: return True
+        raise TypeError("the truth value of an object of the candidate's whose class defines its own is not taken here")
+
+    def __len__(self):
+        v = self._value()
+        return v._object_op("len") if isinstance(v, _Remote) else len(v)
+
+    def __str__(self):
+        v = self._value()
+        return v._object_op("str") if isinstance(v, _Remote) else str(v)
+
+    def __eq__(self, other):
+        """An attribute that holds a value compares as that value (`p.x == 3`); two objects of the candidate's compare
+        by its own `==` (a dataclass against one the test made from the candidate's class); an object of the
+        candidate's never equals a value of the test's (whatever its `__eq__` says: the forged corpus's list subclass
+        equal to everything), as before."""
+        v = self._value()
+        if not isinstance(v, _Remote): return v == other
+        if isinstance(other, _Remote):
+            w = other._value()
+            return v._object_op("eq", other=_to_plain(w)) if isinstance(w, _Remote) else False
+        return False
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return not eq if isinstance(eq, bool) else eq != True
+
+    __hash__ = object.__hash__  # by identity, as before __eq__ was defined
 
     def __repr__(self): return f"<candidate's {'.'.join(map(str, self._path[1:]))}>"
 

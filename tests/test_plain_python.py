@@ -128,6 +128,20 @@ BENIGN = [
      ["assert total([1, 2, 3]) == 6"], "functional", None),
     ("stdio a program that imports numpy", "import numpy as np\nprint(int(np.arange(int(input())).sum()))",
      ['__check_io("5\\n", "10\\n")'], "stdio", None),
+    # the program's own objects, used by the test as plain Python uses them (issue 50, item 2)
+    ("a linked list walked by the test", "class Node:\n    def __init__(self, val, nxt=None):\n        self.val, self.next = val, nxt\n"
+     "def build(xs):\n    head = None\n    for x in reversed(xs):\n        head = Node(x, head)\n    return head",
+     ["n = build([1, 2, 3])\nout = []\nwhile n is not None:\n    out.append(n.val)\n    n = n.next\nassert out == [1, 2, 3]",
+      "assert build([4]).val == 4 and build([4]).next is None"], "functional", None),
+    ("a dataclass compared with one the test makes", "from dataclasses import dataclass\n@dataclass\nclass Point:\n    x: int\n"
+     "    y: int\ndef mirror(p):\n    return Point(p.y, p.x)", ["assert mirror(Point(1, 2)) == Point(2, 1)",
+     "assert mirror(Point(1, 2)).x == 2", "assert mirror(Point(1, 2)) != Point(1, 2)"], "functional", None),
+    ("len and str of its own object", "class Bag:\n    def __init__(self, *xs):\n        self.xs = list(xs)\n"
+     "    def __len__(self):\n        return len(self.xs)\n    def __str__(self):\n        return f'Bag{self.xs}'\n"
+     "def make(*xs):\n    return Bag(*xs)", ["assert len(make(1, 2)) == 2", "assert str(make(1)) == 'Bag[1]'", "assert len(make()) == 0",
+     "assert make(3).xs == [3]"], "functional", None),
+    ("a SimpleNamespace's attributes", "from types import SimpleNamespace\ndef config():\n    return SimpleNamespace(depth=3, name='x')",
+     ["c = config()\nassert c.depth == 3 and c.name == 'x' and not hasattr(c, 'width')"], "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -156,7 +170,11 @@ FORGED = [
     ("a generator read to its end, which raises", "def gen():\n    yield 1\n    raise ValueError('past the end')",
      ["assert list(gen()) == [1]"], None),
     ("a keyword argument left as it was", "def fill(n, out=None):\n    return list(range(n))",
-     ["buf = []\nfill(3, out=buf)\nassert buf == [0, 1, 2]"], None),
+     ["buf = []\nfill(3, out=buf)\nassert buf == [0, 1, 2]"], None),    ("an object equal to everything, against the test's value", "class A:\n    def __eq__(self, other):\n        return True\n"
+     "def f():\n    return A()", ["assert f() == 3", "assert [1] == f()"], None),
+    ("a linked list one node short", "class Node:\n    def __init__(self, val, nxt=None):\n        self.val, self.next = val, nxt\n"
+     "def build(xs):\n    return Node(xs[0]) if xs else None",
+     ["n = build([1, 2])\nout = []\nwhile n is not None:\n    out.append(n.val)\n    n = n.next\nassert out == [1, 2]"], None),
 ]
 
 
