@@ -46,7 +46,8 @@ def encode(x, ref, depth: int = 0):
         if t is col.defaultdict:
             f = x.default_factory
             name = next((n for n in _FACTORIES if f is getattr(builtins, n)), None)
-            return {"defaultdict": [name, [[e(k), e(v)] for k, v in x.items()]]}
+            # a factory of the program's own (`lambda: 0`) crosses as a reference: a missing key calls it there
+            return {"defaultdict": [name if name is not None or f is None else e(f), [[e(k), e(v)] for k, v in x.items()]]}
         if t is col.deque: return {"deque": [[e(v) for v in x], x.maxlen]}
     if isinstance(x, tuple) and t.__bases__ == (tuple,) and isinstance(getattr(t, "_fields", None), tuple):
         return {"namedtuple": [t.__name__, [str(f) for f in t._fields], [e(v) for v in tuple.__iter__(x)]]}
@@ -83,8 +84,10 @@ def decode(x, special):
         import collections
         if tag in ("OrderedDict", "Counter"): return getattr(collections, tag)(dict(_pairs(v, d)))  # in its order
         if type(v) is not list or len(v) != (3 if tag == "namedtuple" else 2): raise ValueError(f"a bad {tag}")
-        if tag == "defaultdict" and (v[0] is None or v[0] in _FACTORIES):
-            return collections.defaultdict(v[0] and getattr(builtins, v[0]), _pairs(v[1], d))
+        if tag == "defaultdict" and (type(v[0]) is dict or v[0] is None or v[0] in _FACTORIES):
+            factory = d(v[0]) if type(v[0]) is dict else v[0] and getattr(builtins, v[0])  # a reference, or a built-in
+            if factory is not None and not callable(factory): raise ValueError("a bad defaultdict")
+            return collections.defaultdict(factory, _pairs(v[1], d))
         if tag == "deque" and type(v[0]) is list and (v[1] is None or type(v[1]) is int):
             return collections.deque(map(d, v[0]), v[1])
         if tag == "namedtuple" and type(v[1]) is list and type(v[2]) is list:  # ValueError for names not identifiers

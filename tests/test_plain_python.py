@@ -142,6 +142,9 @@ BENIGN = [
      "assert make(3).xs == [3]"], "functional", None),
     ("a SimpleNamespace's attributes", "from types import SimpleNamespace\ndef config():\n    return SimpleNamespace(depth=3, name='x')",
      ["c = config()\nassert c.depth == 3 and c.name == 'x' and not hasattr(c, 'width')"], "functional", None),
+    ("a defaultdict with a factory of its own", "from collections import defaultdict\ndef counts(xs):\n"
+     "    d = defaultdict(lambda: 0)\n    for x in xs:\n        d[x] += 1\n    return d",
+     ["c = counts('aab')\nassert c == {'a': 2, 'b': 1} and c['z'] == 0"], "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
