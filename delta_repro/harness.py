@@ -25,7 +25,7 @@ _MUTABLE = (list, dict, set, bytearray)  # argument types a call may change in p
 
 def encode(x, ref, depth: int = 0):
     """`x` as plain JSON: None, bool, int, float and str by exact type; lists, tuples, sets, frozensets, dicts, bytes,
-    bytearrays, complex numbers, ranges and the standard library's `OrderedDict`, `defaultdict`, `Counter`, `deque`,
+    bytearrays, complex numbers, ranges, `array.array`s and the standard library's `OrderedDict`, `defaultdict`, `Counter`, `deque`,
     namedtuples, `Fraction`, `Decimal` and `IntEnum`/`IntFlag` members by value, with their type and order; anything
     else (an instance of the program's own class, a generator, a function) as `ref(x)`, a reference."""
     t = type(x)
@@ -38,6 +38,9 @@ def encode(x, ref, depth: int = 0):
     if t is dict: return {"dict": [[e(k), e(v)] for k, v in x.items()]}
     if t is bytes or t is bytearray: return {t.__name__: x.hex()}
     if t is complex: return {"complex": [x.real, x.imag]}
+    arr = sys.modules.get("array")
+    if arr is not None and t is arr.array:  # by value, with its type code (an array equals only an array of its values)
+        return {"array": [x.typecode, [e(v) for v in x.tolist()]]}
     if t is range: return {"range": [x.start, x.stop, x.step]}
     col, fr, dec, en = (sys.modules.get(m) for m in ("collections", "fractions", "decimal", "enum"))
     if col is not None:
@@ -80,6 +83,9 @@ def decode(x, special):
     if tag in ("bytes", "bytearray") and type(v) is str: return {"bytes": bytes, "bytearray": bytearray}[tag].fromhex(v)
     if tag == "complex" and type(v) is list and len(v) == 2 and all(type(c) in (int, float) for c in v): return complex(*v)
     if tag == "range" and type(v) is list and len(v) == 3 and all(type(c) is int for c in v): return range(*v)
+    if tag == "array" and type(v) is list and len(v) == 2 and type(v[0]) is str and type(v[1]) is list:
+        import array
+        return array.array(v[0], [d(c) for c in v[1]])  # ValueError for a bad type code, TypeError for a bad item
     if tag in ("OrderedDict", "Counter", "defaultdict", "deque", "namedtuple"):
         import collections
         if tag in ("OrderedDict", "Counter"): return getattr(collections, tag)(dict(_pairs(v, d)))  # in its order

@@ -145,6 +145,8 @@ BENIGN = [
     ("a defaultdict with a factory of its own", "from collections import defaultdict\ndef counts(xs):\n"
      "    d = defaultdict(lambda: 0)\n    for x in xs:\n        d[x] += 1\n    return d",
      ["c = counts('aab')\nassert c == {'a': 2, 'b': 1} and c['z'] == 0"], "functional", None),
+    ("an array.array compared with one the test makes", "import array\ndef squares(n):\n    return array.array('i', (i * i for i in range(n)))",
+     ["import array\nassert squares(3) == array.array('i', [0, 1, 4])", "assert list(squares(2)) == [0, 1]"], "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -175,6 +177,7 @@ FORGED = [
     ("a keyword argument left as it was", "def fill(n, out=None):\n    return list(range(n))",
      ["buf = []\nfill(3, out=buf)\nassert buf == [0, 1, 2]"], None),    ("an object equal to everything, against the test's value", "class A:\n    def __eq__(self, other):\n        return True\n"
      "def f():\n    return A()", ["assert f() == 3", "assert [1] == f()"], None),
+    ("an array.array taken for a list", "import array\ndef f():\n    return array.array('i', [1, 2])", ["assert f() == [1, 2]"], None),
     ("a linked list one node short", "class Node:\n    def __init__(self, val, nxt=None):\n        self.val, self.next = val, nxt\n"
      "def build(xs):\n    return Node(xs[0]) if xs else None",
      ["n = build([1, 2])\nout = []\nwhile n is not None:\n    out.append(n.val)\n    n = n.next\nassert out == [1, 2]"], None),
