@@ -196,8 +196,11 @@ def test_answer_bounds_are_exact_and_leave_real_answers_alone():
     assert answer_rejection("(" * MAX_ANSWER_DEPTH + ")" * MAX_ANSWER_DEPTH) is None
     assert "deeper than 8" in answer_rejection("[" * (MAX_ANSWER_DEPTH + 1))
     assert answer_rejection("()" * 20 + "{" * 8) is None  # depth, not the number of brackets
-    # every answer of the grading table passes the screen, so it grades as before (test_grading_table)
-    assert all(answer_rejection(extract_final_answer(c)) is None for c, _, e in GRADING if e is not None)
+    # every answer of the grading table passes the screen, so it grades as before (test_grading_table), but for the
+    # three malformed ones refused on purpose (issue 50: math-verify took each as 3)
+    refused = [extract_final_answer(c) for c, _, e in GRADING if e is not None and answer_rejection(extract_final_answer(c))]
+    assert refused == [r"\sqrt\sqrt 3", r"\frac\frac12 3", r"\not 3"]
+    assert all("malformed LaTeX" in answer_rejection(a) for a in refused)
     with pytest.raises(ValueError, match="answer"):
         answer_rejection(None)
 
@@ -205,8 +208,10 @@ def test_answer_bounds_are_exact_and_leave_real_answers_alone():
 def test_normalize_answer_is_the_identity_on_answers_without_those_forms():
     # the SmolLM2 study's answers (`\boxed{N}`, N an integer) and every form math-verify already reads pass unchanged
     for a in ["17", "-4", "1,000", "1{,}000", r"\frac{1}{2}", "0.5", "(1, 2)", r"\{1, 2, 3\}", "x^2 + 1", "2 5", "1 0000",
-              r"3\cdot 10^{5}", r"5\text{ cm}", "12.345", r"\overline{AB}", r"\sqrt{2}", ""]:
+              r"3\cdot 10^{5}", "12.345", r"\overline{AB}", r"\sqrt{2}", r"x\text{ cm}", ""]:
         assert normalize_answer(a) == a, a
+    # a number in the dress people put on it sheds it (issue 50); math-verify read `5\text{ cm}` as 5 already
+    assert normalize_answer(r"5\text{ cm}") == "5" and normalize_answer(r"12.5\%") == "12.5" and normalize_answer("2 1/2") == r"\frac{5}{2}"
     assert normalize_answer("1 000 000") == "1000000" and normalize_answer(r"-1\,234.5") == "-1234.5"
     assert normalize_answer(r"x = 0.\overline{6}") == r"x = \frac{2}{3}" and normalize_answer(r"0.\overline{0}") == "0"
     with pytest.raises(ValueError, match="answer"):
