@@ -43,7 +43,10 @@ _ANSWER_LINE = re.compile(r"^[\t\f\v\r \u00a0\u2000-\u200a\u202f\u205f\u3000#>*_
                           r"(?:[:：]([^\n]*)|[*_#]*[^\S\n]*$)", re.I | re.M)
 # `\boxed 5`: a box written without braces, as TeX allows; its answer is the next word (not a brace or a command),
 # or a whole number with digit groups (`\boxed 1\,000`: one number, as its writer means it, not the `1` TeX would box)
-_BARE_GROUPED = r"[-+]?\d{1,3}(?:(?:,\\!|\\[,:; !]|\\thinspace(?![A-Za-z])[^\S\n]*|~)\d{3})+(?:\.\d+)?(?![\d\\])"
+# the LaTeX digit-group separators (`\\,` `\\:` `\\;` `\\ ` `\\!` `\\thinspace`, MATH's `,\\!`, a tie `~`): one
+# definition for the bare box here and for `normalize_answer`'s `_GROUP_SEP`, which adds the Unicode and plain spaces
+_LATEX_GROUP_SEP = r"(?:,\\!|\\[,:; !]|\\thinspace(?![A-Za-z])[^\S\n]*|~)"
+_BARE_GROUPED = rf"[-+]?\d{{1,3}}(?:{_LATEX_GROUP_SEP}\d{{3}})+(?:\.\d+)?(?![\d\\])"
 _BARE_BOX = re.compile(rf"\\(?:boxed|fbox)(?:[^\S\n]+|(?=[-+.\d]))({_BARE_GROUPED}|[^\s{{}}$\\]+)")
 # "The final answer is: 42" / "the final answer is 42" (the rest of the line)
 _FINAL_IS = re.compile(r"final[^\S\n]+answer[*_]*[^\S\n]+is[^\S\n]*[:：]?([^\n]*)", re.I)
@@ -175,7 +178,7 @@ def answer_rejection(answer: str) -> str | None:
 # `\\!` `\\thinspace`), MATH's `,\\!`, a tie `~`, or a thin, narrow no-break, no-break or plain space (`1,000` and
 # `1{,}000` are left to math-verify, which reads them). A comma followed by a positive space (`,\\;` `,\\,` `,\\ `)
 # separates the items of a pair, an interval, a list or a set, never the groups of one number: `(1,\\;100)` is a pair
-_GROUP_SEP = r"(?:,\\!|\\[,:; !]|\\thinspace(?![A-Za-z])[^\S\n]*|~|[\u2009\u202f\u00a0 ])"
+_GROUP_SEP = rf"(?:{_LATEX_GROUP_SEP}|[\u2009\u202f\u00a0 ])"
 _GROUPED_NUMBER = re.compile(rf"(?<![\d.,])\d{{1,3}}(?:{_GROUP_SEP}\d{{3}})+(?!\d)")
 _GROUP_SEP_RE = re.compile(_GROUP_SEP)
 # a repeating decimal: 0.\overline{3}, 0.1\overline{6}, -2.\bar{45}, 0.\dot{3} (one digit under a dot)
