@@ -92,8 +92,8 @@ def demo(steps: int = 20, problems: int = 64, k: int = 4, seed: int = 0, log=pri
                         "lam mean": float(np.mean([h.get("delta/lam_mean", 1.0) for h in logs])),
                         "held-out": held_out(trainer.model, tokenizer), "seconds": seconds}
     table = pd.DataFrame(rows).T[["reward first", "reward last", "lam mean", "held-out", "seconds"]]
-    log(f"DelTA beside DAPO: the tiny warm-started Qwen3, {steps} steps each, seed {seed}; held-out: {problems} chain_sum "
-        f"problems none of which is a training problem, {k} samples each, the right answer in any form")
+    log(f"DelTA beside DAPO: the tiny warm-started Qwen3, {steps} step{'s' * (steps != 1)} each, seed {seed}; held-out: {problems} chain_sum "
+        f"problems none of which is a training problem, {k} sample{'s' * (k != 1)} each, the right answer in any form")
     log(f"{'':12}{'training reward, first → last quarter':>40}{'mean λ':>9}{'held-out':>11}{'minutes':>9}")
     for m, r in table.iterrows():
         reward = "" if m == "warm start" else f"{r['reward first']:.3f} → {r['reward last']:.3f}"
