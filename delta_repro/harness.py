@@ -21,13 +21,21 @@ MAX_DEPTH = 2_000  # containers nested deeper than this cross as references (the
 _BIG_INT_BITS = 9_000  # an int longer than this crosses as hex (int <-> str has a digit limit, hex has none)
 _FACTORIES = ("list", "int", "set", "str", "float", "dict", "tuple", "frozenset", "bool")  # defaultdict factories by name
 _MUTABLE = (list, dict, set, bytearray)  # argument types a call may change in place, copied back after it
+_VIEWS = {type({}.keys()): "dict_keys", type({}.values()): "dict_values", type({}.items()): "dict_items"}
+# built-in types a program may subclass, and the base value of an instance, read without the subclass's own methods
+_BASES = {"int": int.__index__, "float": float.__float__, "str": str.__str__, "bytes": lambda x: bytes(memoryview(x)),
+          "bytearray": lambda x: bytearray(memoryview(x)), "list": lambda x: list(list.__iter__(x)),
+          "tuple": lambda x: tuple(tuple.__iter__(x)), "dict": lambda x: dict(dict.items(x)),
+          "set": lambda x: set(set.__iter__(x)), "frozenset": lambda x: frozenset(frozenset.__iter__(x))}
 
 
 def encode(x, ref, depth: int = 0):
     """`x` as plain JSON: None, bool, int, float and str by exact type; lists, tuples, sets, frozensets, dicts, bytes,
-    bytearrays, complex numbers, ranges, `array.array`s and the standard library's `OrderedDict`, `defaultdict`, `Counter`, `deque`,
-    namedtuples, `Fraction`, `Decimal` and `IntEnum`/`IntFlag` members by value, with their type and order; anything
-    else (an instance of the program's own class, a generator, a function) as `ref(x)`, a reference."""
+    bytearrays, complex numbers, ranges, `array.array`s, dict views and the standard library's `OrderedDict`,
+    `defaultdict`, `Counter`, `deque`, namedtuples, `Fraction`, `Decimal` and `IntEnum`/`IntFlag` members by value,
+    with their type and order; an instance of a subclass of a built-in (`class Config(dict)`, a `str` Enum) as its
+    built-in value and a reference (`{"sub": [base, class name, value, ref(x)]}`); anything else (an instance of the
+    program's own class, a generator, a function) as `ref(x)`, a reference."""
     t = type(x)
     if x is None or t is bool or t is float or t is str: return x
     if t is int: return {"int": hex(x)} if x.bit_length() > _BIG_INT_BITS else x
@@ -42,6 +50,8 @@ def encode(x, ref, depth: int = 0):
     if arr is not None and t is arr.array:  # by value, with its type code (an array equals only an array of its values)
         return {"array": [x.typecode, [e(v) for v in x.tolist()]]}
     if t is range: return {"range": [x.start, x.stop, x.step]}
+    if t in _VIEWS:  # rebuilt as the same view of a dict: `d.keys() == {'a'}` as in plain Python
+        return {_VIEWS[t]: [[e(k), e(v)] for k, v in x] if t is type({}.items()) else [e(v) for v in x]}
     col, fr, dec, en = (sys.modules.get(m) for m in ("collections", "fractions", "decimal", "enum"))
     if col is not None:
         if t is col.OrderedDict or t is col.Counter:  # exact types: their own items(), in their own order
@@ -59,6 +69,9 @@ def encode(x, ref, depth: int = 0):
     if en is not None and isinstance(x, en.Enum) and isinstance(x, int):
         kind = "IntFlag" if isinstance(x, en.IntFlag) else "IntEnum"
         return {kind: [t.__name__, str(x._name_), int.__index__(x)]}
+    base = next((b for b in _BASES if isinstance(x, getattr(builtins, b))), None)
+    if base is not None:
+        return {"sub": [base, t.__name__, e(_BASES[base](x)), ref(x)]}
     return ref(x)
 
 
@@ -105,6 +118,9 @@ def decode(x, special):
     if tag == "Decimal" and type(v) is str:
         import decimal
         return decimal.Decimal(v)
+    if tag in ("dict_keys", "dict_values") and type(v) is list:
+        return dict.fromkeys(map(d, v)).keys() if tag == "dict_keys" else dict(enumerate(map(d, v))).values()
+    if tag == "dict_items": return dict(_pairs(v, d)).items()
     if tag in ("IntEnum", "IntFlag") and type(v) is list and len(v) == 3 and type(v[2]) is int:
         import enum
         return getattr(enum, tag)(str(v[0]), [(str(v[1]), v[2])])(v[2])
@@ -312,6 +328,7 @@ def _functional(code, req_fd, rep_fd):
 
     def special(tag, v):
         if tag == "ref" and type(v) is int: return objs[v]
+        if tag == "sub" and type(v) is list and len(v) == 4: return decode(v[3], special)  # the object itself, back
         if tag == "name" and type(v) is list: return resolve(v)
         raise ValueError(f"unknown tag {tag!r}")
 
@@ -544,6 +561,8 @@ class _Channel:
 
     def special(self, tag, v):
         if tag == "ref" and type(v) is int: return _Remote(self, ("ref", v))
+        if tag == "sub" and type(v) is list and len(v) == 4: return _candidate_subclass(v[0], v[1], self.special(
+            "ref", v[3].get("ref")) if type(v[3]) is dict else None)(decode(v[2], self.special))
         raise ValueError(f"unknown tag {tag!r}")
 
     def decode(self, v):
@@ -576,9 +595,41 @@ class _Channel:
         return value
 
 
+_SUBS = {}  # (built-in class, the candidate's class name) -> the class its instances have here, made once
+
+
+def _candidate_subclass(base: str, name: str, remote) -> type:
+    """A constructor, from `value`, of what a test sees for an instance of the program's own subclass of the built-in
+    `base` ("dict", "str", ...; `_BASES`): the built-in value, of a subclass here named as the candidate's class, that
+    compares, hashes, indexes and iterates as that value (the class's own `__eq__` never runs here: the forged
+    corpus's list subclass equal to everything), while an attribute the built-in lacks (`config.depth`, a method of
+    its own) and `str()` are the candidate's object's, read in its process (`remote`, a reference). A copy: changes
+    the test makes are not the candidate's. Raises ValueError for a base or value that is not such (a bad reply)."""
+    if base not in _BASES or not isinstance(remote, _Remote): raise ValueError("a bad subclass instance")
+    kind, name = getattr(builtins, base), name if isinstance(name, str) and name.isidentifier() else base
+    if (kind, name) not in _SUBS:
+        def __getattr__(self, attr):
+            if attr.startswith("__") or attr.startswith("_delta_"): raise AttributeError(attr)
+            return getattr(self.__dict__["_delta_ref"], attr)
+        def __str__(self): return self.__dict__["_delta_ref"]._object_op("str")
+        made = type(name, (kind,), {"__module__": "candidate", "__getattr__": __getattr__, "__str__": __str__,
+                                    "_delta_sub": True})
+        if len(_SUBS) >= 256: return lambda value: _bind(made, kind, value, remote)
+        _SUBS[(kind, name)] = made
+    return lambda value: _bind(_SUBS[(kind, name)], kind, value, remote)
+
+
+def _bind(cls, kind, value, remote):
+    if type(value) is not kind: raise ValueError("a bad subclass instance")
+    obj = cls(value)
+    obj.__dict__["_delta_ref"] = remote
+    return obj
+
+
 def _to_plain(x):
     "A test's argument as `encode` writes it; references for the candidate's own objects; trusted input."
     def ref(v):
+        if type(v).__dict__.get("_delta_sub"): v = v.__dict__["_delta_ref"]  # the candidate's object, back to it
         if isinstance(v, _Remote):
             p = v._path
             return {"ref": p[1]} if p[0] == "ref" and len(p) == 2 else {"name": list(p)}
@@ -601,17 +652,21 @@ def _kind(x) -> str | None:
 
 
 def _alike(a, b, depth: int = 0) -> bool:
-    """Whether `a` and `b` have the same structure, before any tolerance is applied: scalars of one kind (`_kind`: a
-    float for a float), lists (or tuples) of the same type and length whose elements are alike, arrays (or an array
-    and a nested list) of one shape. Never true for anything else: a string, a dict, an object of the candidate."""
+    """Whether `a` and `b` have the same structure, before any tolerance is applied: HumanEval+'s own rule (evalplus
+    requires `type(out) == type(exp)` and, for a list or tuple, equal lengths, before `np.allclose`), made exact below
+    the top, where numpy would broadcast (`[[]]` against `[[3.5]]`). At the top: scalars of one kind (`_kind`: a float
+    for a float), lists (or tuples) of one type and length; below it: lists or tuples of one length, and numbers of
+    any kind (numpy compares 2 with 2.0); arrays (or an array and a nested list) of one shape. Never true for anything
+    else: a string, a dict, an object of the candidate."""
     if depth > MAX_DEPTH + 8: return False
     np = sys.modules.get("numpy")
     if np is not None and (isinstance(a, np.ndarray) or isinstance(b, np.ndarray)):
         try: return np.shape(a) == np.shape(b) and np.asarray(a).dtype.kind in "biufc" and np.asarray(b).dtype.kind in "biufc"
         except Exception: return False  # a ragged list, an object the array cannot hold
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_alike(x, y, depth + 1) for x, y in zip(a, b))
-    return _kind(a) is not None and _kind(a) == _kind(b)
+        same = type(a) is type(b) if depth == 0 else isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))
+        return same and len(a) == len(b) and all(_alike(x, y, depth + 1) for x, y in zip(a, b))
+    return _kind(a) is not None and (_kind(a) == _kind(b) if depth == 0 else _kind(b) is not None)
 
 
 class _StrictModule(types.ModuleType):

@@ -147,6 +147,22 @@ BENIGN = [
      ["c = counts('aab')\nassert c == {'a': 2, 'b': 1} and c['z'] == 0"], "functional", None),
     ("an array.array compared with one the test makes", "import array\ndef squares(n):\n    return array.array('i', (i * i for i in range(n)))",
      ["import array\nassert squares(3) == array.array('i', [0, 1, 4])", "assert list(squares(2)) == [0, 1]"], "functional", None),
+    ("dict views compared as plain Python compares them", "def keys(d):\n    return d.keys()\ndef pairs(d):\n    return d.items()",
+     ["assert keys({'a': 1, 'b': 2}) == {'a', 'b'} and 'a' in keys({'a': 1})", "assert pairs({'a': 1}) == {('a', 1)}"],
+     "functional", None),
+    ("a dict subclass with attribute access", "class Config(dict):\n    def __getattr__(self, k):\n        return self[k]\n"
+     "def load():\n    return Config(depth=3)", ["c = load()\nassert c == {'depth': 3} and c.depth == 3 and isinstance(c, dict)"],
+     "functional", None),
+    ("a str subclass with a method of its own", "class Name(str):\n    def initials(self):\n"
+     "        return ''.join(w[0] for w in self.split())\ndef name(s):\n    return Name(s)",
+     ["n = name('ada lovelace')\nassert n == 'ada lovelace' and n.initials() == 'al' and n.upper() == 'ADA LOVELACE'"],
+     "functional", None),
+    ("a str Enum member", "import enum\nclass Op(str, enum.Enum):\n    ADD = '+'\ndef op():\n    return Op.ADD",
+     ["assert op() == '+' and op().name == 'ADD'"], "functional", None),
+    ("HumanEval+ tolerance: ints beside floats in a list", "def halves(xs):\n    return [x if x % 2 == 0 else x * 0.1 * 5 for x in xs]",
+     ["import numpy as np\ndef assertion(out, exp, atol):\n    exact_match = out == exp\n    if atol == 0 and isinstance(exp, list):\n"
+      "        atol = 1e-6\n    if not exact_match and atol != 0:\n        assert np.allclose(out, exp, rtol=1e-07, atol=atol)\n"
+      "    else:\n        assert exact_match\nassertion(halves([2, 3]), [2.0, 1.5], 0)"], "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -181,6 +197,12 @@ FORGED = [
     ("a linked list one node short", "class Node:\n    def __init__(self, val, nxt=None):\n        self.val, self.next = val, nxt\n"
      "def build(xs):\n    return Node(xs[0]) if xs else None",
      ["n = build([1, 2])\nout = []\nwhile n is not None:\n    out.append(n.val)\n    n = n.next\nassert out == [1, 2]"], None),
+    ("a dict subclass equal to everything", "class D(dict):\n    def __eq__(self, o):\n        return True\ndef f():\n    return D()",
+     ["assert f() == {'a': 1}", "assert {'a': 1} == f()"], None),
+    ("a str subclass whose str() claims the answer, compared by value", "class S(str):\n    def __eq__(self, o):\n"
+     "        return True\n    __hash__ = str.__hash__\ndef f():\n    return S('wrong')", ["assert f() == 'right'"], None),
+    ("an empty list broadcast against a nested float result", "def f():\n    return [[]]",
+     ["import numpy as np\nassert np.allclose(f(), [[3.5]], rtol=1e-07, atol=1e-6)"], None),
 ]
 
 
