@@ -581,14 +581,12 @@ class _Channel:
                "kwargs": {str(k): _to_plain(v) for k, v in kwargs.items()}}
         msg = self.ask(req, raw=True)
         value = self.value(msg)
-        changed = msg.get("args")
-        if isinstance(changed, dict):  # the arguments as the call left them, made so here
-            for i, new in changed.items():
-                if i.isdigit() and int(i) < len(args): _update(args[int(i)], self.decode(new))
-        changed = msg.get("kwargs")
-        if isinstance(changed, dict):  # the keyword arguments alike: `f(a, out=buf)` fills the test's own `buf`
-            for k, new in changed.items():
-                if k in kwargs: _update(kwargs[k], self.decode(new))
+        # the arguments as the call left them, made so here; keyword arguments alike (`f(a, out=buf)` fills `buf`)
+        for part, given in (("args", {str(i): a for i, a in enumerate(args)}), ("kwargs", kwargs)):
+            changed = msg.get(part)
+            if isinstance(changed, dict):
+                for k, new in changed.items():
+                    if k in given: _update(given[k], self.decode(new))
         same, same_kw = msg.get("same"), msg.get("same_kw")
         if type(same) is int and 0 <= same < len(args) and type(args[same]) in _MUTABLE: return args[same]
         if isinstance(same_kw, str) and same_kw in kwargs and type(kwargs[same_kw]) in _MUTABLE: return kwargs[same_kw]

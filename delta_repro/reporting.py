@@ -6,15 +6,15 @@ scores are in `scores`, the claim checks in `claims`, the token analyses in `tok
 # %% auto #0
 __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'CSV_FORMAT', 'training_logs',
            'learning_curves', 'plot_dynamics', 'plot_learning', 'reward_summary', 'paper_averages',
-           'compare_with_paper', 'report_title', 'table_report', 'people_table', 'plot_comparison', 'settings_table',
-           'plot_overhead', 'latex_escape', 'for_people', 'write_table', 'save_figure', 'key_numbers', 'paper_results',
-           'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores', 'METRICS', 'report_benchmarks',
-           'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores', 'problem_matrix',
-           'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary', 'CREDIT_COLUMNS', 'credit_summary',
-           'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim',
-           'check_claims', 'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens',
-           'plot_token_clouds', 'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES',
-           'token_classes', 'token_class_summary', 'token_class_text']
+           'compare_with_paper', 'report_title', 'table_report', 'fmt_points', 'fmt_estimate', 'people_table',
+           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'for_people', 'write_table',
+           'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths',
+           'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems',
+           'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary',
+           'CREDIT_COLUMNS', 'credit_summary', 'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS',
+           'paired_inputs', 'primary_claim', 'check_claims', 'rollout_batch_coefficients', 'token_weight_table',
+           'discriminative_tokens', 'plot_token_clouds', 'plot_overview', 'contrast_pair', 'plot_token_lambdas',
+           'TOKEN_CLASSES', 'token_classes', 'token_class_summary', 'token_class_text']
 
 # %% ../nbs/09_reporting.ipynb #dc8013ca
 import json
@@ -35,7 +35,7 @@ from .scores import (  # re-exported: importable from delta_repro.reporting as b
 from .claims import (  # re-exported: importable from delta_repro.reporting as before the split
     gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, credit_text,
     evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims)
-from .claims import _pair
+from .claims import _finite_number, _pair
 from .tokens import (  # re-exported: importable from delta_repro.reporting as before the split
     rollout_batch_coefficients, token_weight_table, discriminative_tokens, plot_token_clouds,
     plot_overview, contrast_pair, plot_token_lambdas, TOKEN_CLASSES, token_classes,
@@ -300,6 +300,19 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                         f"(learns?; the last policy's is in `learning`): {gains}.")
     return table, caption
 
+def fmt_points(x, digits: int = 1, sign: bool = True) -> str:
+    "A number of points as text: signed (`sign`) with `digits` decimals and a true minus sign; '—' when not finite."
+    if not _finite_number(x): return "—"
+    s = f"{float(x):+.{digits}f}" if sign else f"{float(x):.{digits}f}"
+    return s.replace("-", "−")
+
+def fmt_estimate(effect, low=np.nan, high=np.nan, digits: int = 1) -> str:
+    """An effect with its interval as text, '+0.2 [−0.9, +1.3]' (points); the effect alone when the interval is
+    missing; '—' without an effect."""
+    if not _finite_number(effect): return "—"
+    if not (_finite_number(low) and _finite_number(high)): return fmt_points(effect, digits)
+    return f"{fmt_points(effect, digits)} [{fmt_points(low, digits)}, {fmt_points(high, digits)}]"
+
 def people_table(table: pd.DataFrame) -> pd.DataFrame:
     """The page's view of a `compare_with_paper` table, one column per quantity: our mean with its 95 % interval
     ("ours, mean [95 % CI]", from `ours shown`), sd, seeds, the benchmarks (left out where the table has one, as it
@@ -314,15 +327,12 @@ def people_table(table: pd.DataFrame) -> pd.DataFrame:
     if missing := [c for c in need if c not in table.columns]:
         raise ValueError(f"table: not a compare_with_paper table, it lacks {missing}")
     bench = [c for c in table.columns[table.columns.get_loc("ours shown") + 1:table.columns.get_loc(f"ours Δ vs {ref}")]]
-    def with_ci(v, lo, hi):
-        if not np.isfinite(v): return "—"
-        return f"{v:+.2f}" + (f" [{lo:+.2f}, {hi:+.2f}]" if np.isfinite(lo) and np.isfinite(hi) else "")
     out = pd.DataFrame(index=table.index)
     out["ours, mean [95 % CI]"] = table["ours shown"]
     out["sd"], out["seeds"] = table["sd"], table["seeds"].astype(int)
     for b in bench if len(bench) > 1 else []: out[b] = table[b]
     out[f"ours Δ vs {ref} [95 % CI]"] = [("0 (reference)" if m == ref and np.isfinite(float(r[f"ours Δ vs {ref}"])) else
-                                         with_ci(float(r[f"ours Δ vs {ref}"]), float(r["Δ low"]), float(r["Δ high"])))
+                                         fmt_estimate(r[f"ours Δ vs {ref}"], r["Δ low"], r["Δ high"], digits=2))
                                         for m, r in table.iterrows()]
     out["paper"], out[f"paper Δ vs {ref}"] = table["paper"], table[f"paper Δ vs {ref}"]
     out["paper rank"] = [str(int(v)) if pd.notna(v) else "—" for v in table["paper rank"]]

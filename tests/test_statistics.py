@@ -380,7 +380,8 @@ def test_the_tables_difference_is_paired_by_problem_and_seed(tmp_path):
     # the page's view: one column per quantity, the single benchmark not repeating the mean, ranks as integers
     page = people_table(t)
     assert "held" not in page.columns and "ours" not in page.columns and "Δ low" not in page.columns
-    assert page.loc["DelTA", "ours Δ vs DAPO [95 % CI]"] == f"+12.50 [{t.loc['DelTA', 'Δ low']:+.2f}, {t.loc['DelTA', 'Δ high']:+.2f}]"
+    want = f"+12.50 [{t.loc['DelTA', 'Δ low']:+.2f}, {t.loc['DelTA', 'Δ high']:+.2f}]".replace("-", "−")  # a true minus sign
+    assert page.loc["DelTA", "ours Δ vs DAPO [95 % CI]"] == want
     assert page.loc["DAPO", "ours Δ vs DAPO [95 % CI]"] == "0 (reference)"
     assert set(page["paper rank"]) <= {"1", "2", "3", "—"}
     with pytest.raises(ValueError, match="table: not a compare_with_paper table"):
