@@ -27,6 +27,57 @@ _BASES = {"int": int.__index__, "float": float.__float__, "str": str.__str__, "b
           "bytearray": lambda x: bytearray(memoryview(x)), "list": lambda x: list(list.__iter__(x)),
           "tuple": lambda x: tuple(tuple.__iter__(x)), "dict": lambda x: dict(dict.items(x)),
           "set": lambda x: set(set.__iter__(x)), "frozenset": lambda x: frozenset(frozenset.__iter__(x))}
+# names a subclass may define without changing how its instances behave as the built-in's values
+_PLAIN_NAMES = frozenset({"__init__", "__new__", "__str__", "__module__", "__qualname__", "__doc__", "__dict__",
+                          "__weakref__", "__slots__", "__annotations__", "__orig_bases__", "__init_subclass__",
+                          "__firstlineno__", "__static_attributes__"})
+_NUMPY_KINDS = "biufc"  # numpy scalars and arrays of these kinds (bool, int, uint, float, complex) cross by value
+
+
+def _numpy_plain(dtype) -> bool:
+    "Whether numpy values of `dtype` cross by value: bool, int, uint, float up to 64 bits, complex up to 128."
+    return dtype.kind in _NUMPY_KINDS and dtype.itemsize <= (16 if dtype.kind == "c" else 8)
+
+
+def _sub_base(t: type) -> str | None:
+    """The name of the built-in (`_BASES`) that the program's class `t` subclasses without changing how it behaves,
+    or None. Where a class of the program's between `t` and the built-in defines a name the built-in has (an override:
+    `__eq__`, `__hash__`, `__repr__`, `__missing__` is not one but is refused too, `append`; OrderedDict's order-aware
+    `==`), other than `__init__`, `__new__`, `__str__` (read in the program's process) and the Enum machinery's own,
+    its instances stay references: the judge could not give them the override's behaviour, and a copy acting as the
+    built-in would pass a test the program fails."""
+    kind = next((getattr(builtins, b) for b in _BASES if issubclass(t, getattr(builtins, b))), None)
+    if kind is None or t is kind: return None
+    en, names = sys.modules.get("enum"), set(dir(kind)) | {"__missing__"}
+    for c in t.__mro__[:t.__mro__.index(kind)]:
+        for n, v in vars(c).items():
+            if n in names and n not in _PLAIN_NAMES and not (en is not None and v is getattr(en.Enum, n, None)):
+                return None
+    return kind.__name__
+
+
+_PLAIN_NT = []  # a namedtuple made by collections, to compare a class's methods with (made on first use)
+
+
+def _plain_namedtuple(t: type) -> bool:
+    """Whether `t` is a namedtuple as `collections.namedtuple` makes it (or typing.NamedTuple without methods): its
+    fields the generated accessors in order, its methods the generated ones, nothing else of its own; a tuple
+    subclass that merely has a `_fields` attribute (its own properties, an override) is not one."""
+    col, fields = sys.modules.get("collections"), vars(t).get("_fields")
+    if col is None or t.__bases__ != (tuple,) or type(fields) is not tuple: return False
+    if not _PLAIN_NT: _PLAIN_NT.append(col.namedtuple("_", "a"))
+    ref = _PLAIN_NT[0]
+    getter = type(vars(ref)["a"])
+    for n, v in vars(t).items():
+        if n in fields:
+            if type(v) is not getter or v.__reduce__()[1][0] != fields.index(n): return False
+        elif n in ("__repr__", "_make", "_replace", "_asdict", "__getnewargs__"):
+            if getattr(getattr(v, "__func__", v), "__code__", None) is not getattr(getattr(vars(ref)[n], "__func__", vars(ref)[n]), "__code__", 0):
+                return False
+        elif n not in ("__doc__", "__slots__", "_fields", "_field_defaults", "__match_args__", "__module__", "__new__",
+                       "__annotations__", "__orig_bases__", "__qualname__"):
+            return False
+    return True
 
 
 def encode(x, ref, depth: int = 0):
@@ -62,14 +113,20 @@ def encode(x, ref, depth: int = 0):
             # a factory of the program's own (`lambda: 0`) crosses as a reference: a missing key calls it there
             return {"defaultdict": [name if name is not None or f is None else e(f), [[e(k), e(v)] for k, v in x.items()]]}
         if t is col.deque: return {"deque": [[e(v) for v in x], x.maxlen]}
-    if isinstance(x, tuple) and t.__bases__ == (tuple,) and isinstance(getattr(t, "_fields", None), tuple):
+    if issubclass(t, tuple) and _plain_namedtuple(t):
         return {"namedtuple": [t.__name__, [str(f) for f in t._fields], [e(v) for v in tuple.__iter__(x)]]}
     if fr is not None and t is fr.Fraction: return {"Fraction": [e(int(x.numerator)), e(int(x.denominator))]}
     if dec is not None and t is dec.Decimal: return {"Decimal": dec.Decimal.__str__(x)}
-    if en is not None and isinstance(x, en.Enum) and isinstance(x, int):
+    if en is not None and issubclass(t, en.Enum) and issubclass(t, int):
         kind = "IntFlag" if isinstance(x, en.IntFlag) else "IntEnum"
         return {kind: [t.__name__, str(x._name_), int.__index__(x)]}
-    base = next((b for b in _BASES if isinstance(x, getattr(builtins, b))), None)
+    np = sys.modules.get("numpy")
+    if np is not None and issubclass(t, np.generic) and _numpy_plain(x.dtype):  # np.int64(6), np.float64, np.bool_
+        v = x.item()
+        return {"npscalar": [x.dtype.str, [v.real, v.imag] if x.dtype.kind == "c" else v]}
+    if np is not None and t is np.ndarray and _numpy_plain(x.dtype):
+        return {"ndarray": [x.dtype.str, list(x.shape), [e(v) for v in x.ravel().tolist()]]}
+    base = _sub_base(t)
     if base is not None:
         return {"sub": [base, t.__name__, e(_BASES[base](x)), ref(x)]}
     return ref(x)
@@ -110,7 +167,7 @@ def decode(x, special):
         if tag == "deque" and type(v[0]) is list and (v[1] is None or type(v[1]) is int):
             return collections.deque(map(d, v[0]), v[1])
         if tag == "namedtuple" and type(v[1]) is list and type(v[2]) is list:  # ValueError for names not identifiers
-            return collections.namedtuple(str(v[0]), [str(f) for f in v[1]])(*map(d, v[2]))
+            return collections.namedtuple(str(v[0]), [str(f) for f in v[1]], rename=True)(*map(d, v[2]))
         raise ValueError(f"a bad {tag}")
     if tag == "Fraction" and type(v) is list and len(v) == 2:
         import fractions
@@ -118,6 +175,16 @@ def decode(x, special):
     if tag == "Decimal" and type(v) is str:
         import decimal
         return decimal.Decimal(v)
+    if tag in ("npscalar", "ndarray") and type(v) is list and len(v) == (2 if tag == "npscalar" else 3) and type(v[0]) is str:
+        import numpy
+        dt = numpy.dtype(v[0])  # TypeError for a string that names no dtype
+        if not _numpy_plain(dt): raise ValueError(f"a bad {tag}")
+        if tag == "npscalar":
+            return dt.type(complex(*v[1]) if dt.kind == "c" and type(v[1]) is list and len(v[1]) == 2 else v[1])
+        flat, shape = [d(c) for c in v[2]] if type(v[2]) is list else None, v[1]
+        if flat is None or type(shape) is not list or not all(type(s) is int and s >= 0 for s in shape) or \
+                numpy.prod(shape, dtype=object) != len(flat): raise ValueError("a bad ndarray")
+        return numpy.array(flat, dtype=dt).reshape(shape)
     if tag in ("dict_keys", "dict_values") and type(v) is list:
         return dict.fromkeys(map(d, v)).keys() if tag == "dict_keys" else dict(enumerate(map(d, v))).values()
     if tag == "dict_items": return dict(_pairs(v, d)).items()
@@ -286,6 +353,27 @@ def _stdio_serve(code, req_fd, rep_fd, cap):
         rout.flush()
 
 
+def _assign(obj, new):
+    """Make `obj`, an instance of the program's subclass of list, dict, set or bytearray, hold `new` (a value of that
+    built-in), through the built-in's own methods (never the subclass's). Raises TypeError for anything else."""
+    for kind in (list, bytearray):
+        if issubclass(type(obj), kind) and type(new) is kind: return kind.__setitem__(obj, slice(None), new)
+    for kind in (dict, set):
+        if issubclass(type(obj), kind) and type(new) is kind:
+            kind.clear(obj)
+            return kind.update(obj, new)
+    raise TypeError("not a subclass instance of a mutable built-in")
+
+
+def _view_of(view, d: dict) -> bool:
+    """Whether `view` (keys, values or items) is a view of the dict `d` itself (its `.mapping` is a read-only proxy,
+    never `d`): a key only `d` holds, put in for the question and taken out again, shows through the view."""
+    probe = object()
+    d[probe] = None
+    try: return probe in view.mapping
+    finally: del d[probe]
+
+
 def _default_truth(obj):
     """True where `obj`'s class leaves truth to `object` (no `__bool__`, no `__len__`: every instance is true, and no
     code of the program's runs to say so); None where the class defines its own, which is not taken on its word (the
@@ -320,11 +408,14 @@ def _functional(code, req_fd, rep_fd):
     rout.write(text.encode() + b"\n")
     rout.flush()
     if '"loaded": true' not in text: return
-    objs = []
+    objs, seen = [], {}  # objects the judge holds references to; one reference per object (`push(s, 1) is s`)
 
     def ref(x):
-        objs.append(x)
-        return {"ref": len(objs) - 1}
+        n = seen.get(id(x))
+        if n is None:
+            n = seen[id(x)] = len(objs)
+            objs.append(x)  # kept alive, so its id stays its own
+        return {"ref": n}
 
     def special(tag, v):
         if tag == "ref" and type(v) is int: return objs[v]
@@ -345,6 +436,9 @@ def _functional(code, req_fd, rep_fd):
             target, op = resolve(req["target"]), req["op"]
             if op == "iter": reply = {"value": ref(_as_program(iter, target))}
             elif op == "get": reply = {"value": encode(target, ref)}  # an attribute's value, as a call's result crosses
+            elif op == "assign":  # the test changed its copy of a subclass instance of the program's: the same here
+                _assign(target, decode(req["value"], special))
+                reply = {"value": None}
             elif op in _VALUE_OPS:  # len and str of the candidate's own object (its own methods, run here); its truth
                 reply = {"value": encode(_as_program(_VALUE_OPS[op], target), ref)}
             elif op == "eq":  # two objects of the candidate's compared by its own ==
@@ -372,6 +466,9 @@ def _functional(code, req_fd, rep_fd):
                 reply = {"value": encode(result, ref),
                          "args": {i: encode(a, ref) for i, a in enumerate(args) if type(a) in _MUTABLE},
                          "kwargs": {k: encode(v, ref) for k, v in kwargs.items() if type(v) in _MUTABLE}}
+                if type(result) in _VIEWS:  # a view of a dict the test passed: a view of the test's own dict there
+                    of = [i for i, a in enumerate(args) if type(a) is dict and _view_of(result, a)]
+                    if of: reply["view_of"] = [of[0], _VIEWS[type(result)]]
                 same = [i for i, a in enumerate(args) if a is result and type(a) in _MUTABLE]
                 if same: reply["same"] = same[0]
                 else:
@@ -542,6 +639,7 @@ class _Channel:
     "Requests to the candidate's server and its replies (blocking: the trainer kills the judge at the deadline)."
     def __init__(self, req_fd: int, rep_fd: int):
         self.req, self.rep = os.fdopen(req_fd, "wb"), os.fdopen(rep_fd, "rb")
+        self.subs = {}  # reference -> the subclass instance of the program's that stands for it here
 
     def recv(self) -> dict:
         line = self.rep.readline()
@@ -561,8 +659,17 @@ class _Channel:
 
     def special(self, tag, v):
         if tag == "ref" and type(v) is int: return _Remote(self, ("ref", v))
-        if tag == "sub" and type(v) is list and len(v) == 4: return _candidate_subclass(v[0], v[1], self.special(
-            "ref", v[3].get("ref")) if type(v[3]) is dict else None)(decode(v[2], self.special))
+        if tag == "sub" and type(v) is list and len(v) == 4 and type(v[3]) is dict:
+            n = v[3].get("ref")
+            remote, value = self.special("ref", n), decode(v[2], self.special)
+            cls, known = _candidate_subclass(v[0], v[1]), self.subs.get(n)
+            if type(value) is not cls._delta_kind or (known is not None and type(known)._delta_kind is not cls._delta_kind):
+                raise ValueError("a bad subclass instance")
+            if known is None:  # one instance here per object there: `push(s, 1) is s`, and a reply refills it
+                known = self.subs[n] = cls(value)
+                known.__dict__["_delta_ref"] = remote
+            elif cls._delta_kind in _MUTABLE: _assign(known, value)
+            return known
         raise ValueError(f"unknown tag {tag!r}")
 
     def decode(self, v):
@@ -587,6 +694,12 @@ class _Channel:
             if isinstance(changed, dict):
                 for k, new in changed.items():
                     if k in given: _update(given[k], self.decode(new))
+        for a in (*args, *kwargs.values()):  # a subclass instance the call may have changed: read back
+            if "_delta_kind" in type(a).__dict__: _sync(a, "pull")
+        view = msg.get("view_of")  # a view of the test's own dict, live as in plain Python
+        if type(view) is list and len(view) == 2 and type(view[0]) is int and 0 <= view[0] < len(args) and \
+                type(args[view[0]]) is dict and view[1] in _VIEWS.values():
+            return getattr(args[view[0]], view[1].removeprefix("dict_"))()
         same, same_kw = msg.get("same"), msg.get("same_kw")
         if type(same) is int and 0 <= same < len(args) and type(args[same]) in _MUTABLE: return args[same]
         if isinstance(same_kw, str) and same_kw in kwargs and type(kwargs[same_kw]) in _MUTABLE: return kwargs[same_kw]
@@ -594,40 +707,78 @@ class _Channel:
 
 
 _SUBS = {}  # (built-in class, the candidate's class name) -> the class its instances have here, made once
+_PUSHING = set()  # ids of subclass instances being sent to the program now (one holding itself is sent once)
 
 
-def _candidate_subclass(base: str, name: str, remote) -> type:
-    """A constructor, from `value`, of what a test sees for an instance of the program's own subclass of the built-in
-    `base` ("dict", "str", ...; `_BASES`): the built-in value, of a subclass here named as the candidate's class, that
-    compares, hashes, indexes and iterates as that value (the class's own `__eq__` never runs here: the forged
-    corpus's list subclass equal to everything), while an attribute the built-in lacks (`config.depth`, a method of
-    its own) and `str()` are the candidate's object's, read in its process (`remote`, a reference). A copy: changes
-    the test makes are not the candidate's. Raises ValueError for a base or value that is not such (a bad reply)."""
-    if base not in _BASES or not isinstance(remote, _Remote): raise ValueError("a bad subclass instance")
+def _sub_getattr(self, attr):
+    """An attribute the built-in lacks (`config.depth`, a method of the program's), read from the program's object
+    in its process, with the test's copy sent there first and read back after (a property may change the object);
+    a method of a mutable one reads the object back after each call."""
+    if attr.startswith("__") or attr.startswith("_delta_"): raise AttributeError(attr)
+    ref = self.__dict__["_delta_ref"]
+    _sync(self, "push")
+    value = getattr(ref, attr)
+    _sync(self, "pull")
+    if isinstance(value, _Remote) and type(self)._delta_kind in _MUTABLE:
+        bound = _Bound(value._chan, value._path)
+        bound._owner = self
+        return bound
+    return value
+
+
+def _sub_str(self):
+    "`str()` of the program's object, computed in its process (its own `__str__`, as plain Python would call it)."
+    _sync(self, "push")
+    try: return self.__dict__["_delta_ref"]._object_op("str")
+    finally: _sync(self, "pull")
+
+
+def _candidate_subclass(base: str, name: str) -> type:
+    """The class, here, of an instance of the program's own subclass of the built-in `base` ("dict", "str", ...;
+    `_BASES`; only classes that override none of the built-in's methods cross so, `_sub_base`): a subclass of the
+    built-in named as the program's class, whose instances hold the built-in value and compare, hash, index and
+    iterate as that value, while an attribute the built-in lacks and `str()` are the program's object's, read in its
+    process (`_sub_getattr`). For list, dict, set and bytearray the copy and the program's object are kept one value:
+    sent there before the program's code runs on it, read back after (`_sync`). Raises ValueError for another base."""
+    if base not in _BASES: raise ValueError("a bad subclass instance")
     kind, name = getattr(builtins, base), name if isinstance(name, str) and name.isidentifier() else base
+    if (kind, name) not in _SUBS and len(_SUBS) >= 256: name = base  # a flood of class names: the built-in's name
     if (kind, name) not in _SUBS:
-        def __getattr__(self, attr):
-            if attr.startswith("__") or attr.startswith("_delta_"): raise AttributeError(attr)
-            return getattr(self.__dict__["_delta_ref"], attr)
-        def __str__(self): return self.__dict__["_delta_ref"]._object_op("str")
-        made = type(name, (kind,), {"__module__": "candidate", "__getattr__": __getattr__, "__str__": __str__,
-                                    "_delta_sub": True})
-        if len(_SUBS) >= 256: return lambda value: _bind(made, kind, value, remote)
-        _SUBS[(kind, name)] = made
-    return lambda value: _bind(_SUBS[(kind, name)], kind, value, remote)
+        _SUBS[(kind, name)] = type(name, (kind,), {"__module__": "candidate", "__getattr__": _sub_getattr,
+                                                   "__str__": _sub_str, "_delta_kind": kind})
+    return _SUBS[(kind, name)]
 
 
-def _bind(cls, kind, value, remote):
-    if type(value) is not kind: raise ValueError("a bad subclass instance")
-    obj = cls(value)
-    obj.__dict__["_delta_ref"] = remote
-    return obj
+def _sync(obj, way: str):
+    """Make a subclass instance of a mutable built-in and the program's object hold one value: "push" sends the test's
+    copy to the program's object (before the program's code runs on it), "pull" reads the object back into the copy
+    (after: the reply arrives as the same instance, refilled in place by `_Channel.special`)."""
+    kind = type(obj)._delta_kind
+    if kind not in _MUTABLE: return
+    ref = obj.__dict__["_delta_ref"]
+    if way == "push": ref._chan.ask({"op": "assign", "target": list(ref._path), "value": _to_plain(kind(obj))})
+    else: ref._chan.ask({"op": "get", "target": list(ref._path)})
+
+
+class _Bound(_Remote):
+    "A method of a mutable subclass instance of the program's: the copy is sent before each call and read back after."
+    __slots__ = ("_owner",)
+
+    def __call__(self, *args, **kwargs):
+        _sync(self._owner, "push")
+        try: return super().__call__(*args, **kwargs)
+        finally: _sync(self._owner, "pull")
 
 
 def _to_plain(x):
     "A test's argument as `encode` writes it; references for the candidate's own objects; trusted input."
     def ref(v):
-        if type(v).__dict__.get("_delta_sub"): v = v.__dict__["_delta_ref"]  # the candidate's object, back to it
+        if "_delta_kind" in type(v).__dict__:  # a subclass instance of the program's: its object, holding the copy's value
+            if id(v) not in _PUSHING:
+                _PUSHING.add(id(v))
+                try: _sync(v, "push")
+                finally: _PUSHING.discard(id(v))
+            v = v.__dict__["_delta_ref"]
         if isinstance(v, _Remote):
             p = v._path
             return {"ref": p[1]} if p[0] == "ref" and len(p) == 2 else {"name": list(p)}
@@ -712,17 +863,25 @@ def _close(a, b, rtol: float, atol: float, equal_nan: bool) -> bool:
     except (OverflowError, TypeError): return False
 
 
+def _equal_numbers(a, b) -> bool:
+    """Two numbers equal under `==` (the int 3 and the float 3.0): HumanEval+'s exact match, which it takes before any
+    type check or tolerance."""
+    return _kind(a) is not None and _kind(b) is not None and bool(a == b)
+
+
 def _strict_numpy():
     """numpy as a test sees it: `allclose`, `isclose` and the `assert_allclose` family strict about structure
     (`_alike`), computed here on plain values and by numpy on arrays; numpy itself imported only when needed."""
     def arrays(*xs): return "numpy" in sys.modules and any(isinstance(x, sys.modules["numpy"].ndarray) for x in xs)
     def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if _equal_numbers(a, b): return True
         if not _alike(a, b): return False
         if arrays(a, b):
             import numpy as np
             return bool(np.allclose(a, b, rtol, atol, equal_nan))
         return _close(a, b, rtol, atol, equal_nan)
     def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+        if _equal_numbers(a, b): return True
         if not _alike(a, b): return False
         if isinstance(a, (list, tuple)) or arrays(a, b):
             import numpy as np
@@ -730,6 +889,7 @@ def _strict_numpy():
         return _close(a, b, rtol, atol, equal_nan)
     def asserting(name):
         def check(actual, desired, *args, **kw):
+            if _equal_numbers(actual, desired): return None
             if not _alike(actual, desired): raise AssertionError(f"{name}: results of a different type or shape")
             import numpy.testing
             return getattr(numpy.testing, name)(actual, desired, *args, **kw)

@@ -162,7 +162,26 @@ BENIGN = [
     ("HumanEval+ tolerance: ints beside floats in a list", "def halves(xs):\n    return [x if x % 2 == 0 else x * 0.1 * 5 for x in xs]",
      ["import numpy as np\ndef assertion(out, exp, atol):\n    exact_match = out == exp\n    if atol == 0 and isinstance(exp, list):\n"
       "        atol = 1e-6\n    if not exact_match and atol != 0:\n        assert np.allclose(out, exp, rtol=1e-07, atol=atol)\n"
-      "    else:\n        assert exact_match\nassertion(halves([2, 3]), [2.0, 1.5], 0)"], "functional", None),
+      "    else:\n        assert exact_match\nassertion(halves([2, 3]), [2.0, 1.5], 0)"], "functional", None),    # the program's subclasses of built-ins, kept one value with the test's copy; numpy's values; views (review of issue 50)
+    ("a list subclass changed by its own methods", "class Stack(list):\n    def push(self, x):\n        self.append(x)\n"
+     "    def peek(self):\n        return self[-1]\ndef make():\n    return Stack()",
+     ["s = make()\ns.push(1)\ns.push(2)\nassert s.peek() == 2 and len(s) == 2 and s.pop() == 2 and s == [1]"], "functional", None),
+    ("a subclass instance changed by the test, then read by the program", "class Path(list):\n    def total(self):\n"
+     "        return sum(self)\ndef make():\n    return Path([1])\ndef extend(p, xs):\n    p.extend(xs)\n    return p",
+     ["p = make()\np.append(2)\nassert p.total() == 3 and extend(p, [3]) is p and p == [1, 2, 3]"], "functional", None),
+    ("a hashable dict subclass as a key", "class FrozenDict(dict):\n    def __hash__(self):\n"
+     "        return hash(frozenset(self.items()))\ndef f():\n    return {FrozenDict(a=1): 'x'}",
+     ["assert list(f().values()) == ['x']", "assert 1 + 1 == 2"], "functional", None),
+    ("a namedtuple with renamed fields", "from collections import namedtuple\nRow = namedtuple('Row', ['id', 'class'], rename=True)\n"
+     "def f():\n    return Row(1, 2)", ["assert f() == (1, 2) and f().id == 1 and f()._1 == 2"], "functional", None),
+    ("numpy's scalars and arrays as results", "import numpy as np\ndef total(xs):\n    return np.sum(xs)\n"
+     "def positive(x):\n    return np.bool_(x > 0)\ndef halves(n):\n    return np.arange(n) / 2",
+     ["assert total([1, 2, 3]) == 6", "assert positive(3) and not positive(-1)",
+      "import numpy as np\nassert np.allclose(halves(3), [0.0, 0.5, 1.0]) and halves(3).shape == (3,)"], "functional", None),
+    ("an int result against a float under np.allclose", "def count(xs):\n    return len(xs)",
+     ["import numpy as np\nassert np.allclose(count([1, 2, 3]), 3.0) and np.isclose(count([]), 0.0)"], "functional", None),
+    ("a view of the test's own dict, live", "def keys(d):\n    return d.keys()",
+     ["d = {'a': 1}\nk = keys(d)\nd['b'] = 2\nassert k == {'a', 'b'}"], "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -202,7 +221,29 @@ FORGED = [
     ("a str subclass whose str() claims the answer, compared by value", "class S(str):\n    def __eq__(self, o):\n"
      "        return True\n    __hash__ = str.__hash__\ndef f():\n    return S('wrong')", ["assert f() == 'right'"], None),
     ("an empty list broadcast against a nested float result", "def f():\n    return [[]]",
-     ["import numpy as np\nassert np.allclose(f(), [[3.5]], rtol=1e-07, atol=1e-6)"], None),
+     ["import numpy as np\nassert np.allclose(f(), [[3.5]], rtol=1e-07, atol=1e-6)"], None),    # a subclass of a built-in whose own methods or state a copy would lose (review of issue 50)
+    ("a list subclass whose method forgets to change it", "class Stack(list):\n    def push(self, x):\n        self.append(x)\n"
+     "    def clear_all(self):\n        pass\ndef make():\n    return Stack()", ["s = make()\ns.push(1)\ns.clear_all()\nassert s == []"], None),
+    ("a list subclass whose append does nothing", "class SortedList(list):\n    def append(self, x):\n        pass\n"
+     "def make():\n    return SortedList()", ["s = make()\ns.append(1)\nassert s == [1]"], None),
+    ("a str subclass whose comparisons are wrong", "class Version(str):\n    def __lt__(self, o):\n        return False\n"
+     "    def __gt__(self, o):\n        return False\ndef v(s):\n    return Version(s)",
+     ["assert v('1.0') < v('2.0')", "assert max([v('1.0'), v('2.0')]) == '2.0'"], None),
+    ("a str subclass equal to nothing", "class CI(str):\n    def __eq__(self, o):\n        return False\n    __hash__ = str.__hash__\n"
+     "def norm(s):\n    return CI(s)", ["assert norm('abc') == 'abc'"], None),
+    ("a str subclass with its own repr in a list", "class Card(str):\n    def __repr__(self):\n        return 'Card?'\n"
+     "def hand():\n    return [Card('A'), Card('K')]", ["assert str(hand()) == \"['A', 'K']\""], None),
+    ("an OrderedDict subclass in the wrong order", "from collections import OrderedDict\nclass LRU(OrderedDict):\n    pass\n"
+     "def f():\n    return LRU([('b', 1), ('a', 2)])", ["from collections import OrderedDict\nassert f() == OrderedDict([('a', 2), ('b', 1)])"], None),
+    ("an array whose __class__ claims bytes", "import array\nclass A(array.array):\n    __class__ = property(lambda s: bytes)\n"
+     "def f():\n    return A('b', b'right')", ["assert f() == b'right'"], None),
+    ("a tuple subclass with _fields and its own properties", "class P(tuple):\n    _fields = ('x', 'y')\n"
+     "    x = property(lambda s: tuple.__getitem__(s, 1))\n    y = property(lambda s: tuple.__getitem__(s, 0))\n"
+     "def f():\n    return P((1, 2))", ["p = f()\nassert p.x == 1 and p.y == 2"], None),
+    ("a live view where a snapshot was asked for", "def snapshot_keys(d):\n    return d.keys()",
+     ["d = {'a': 1}\nk = snapshot_keys(d)\nd['b'] = 2\nassert k == {'a'}"], None),
+    ("a dict subclass with __missing__ where a KeyError is expected", "class D(dict):\n    def __missing__(self, k):\n"
+     "        return 0\ndef f():\n    return D()", ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"], None),
 ]
 
 
