@@ -28,32 +28,63 @@ _BASES = {"int": int.__index__, "float": float.__float__, "str": str.__str__, "b
           "tuple": lambda x: tuple(tuple.__iter__(x)), "dict": lambda x: dict(dict.items(x)),
           "set": lambda x: set(set.__iter__(x)), "frozenset": lambda x: frozenset(frozenset.__iter__(x))}
 # names a subclass may define without changing how its instances behave as the built-in's values
-_PLAIN_NAMES = frozenset({"__init__", "__new__", "__str__", "__module__", "__qualname__", "__doc__", "__dict__",
+_PLAIN_NAMES = frozenset({"__init__", "__new__", "__str__", "__getattr__", "__module__", "__qualname__", "__doc__", "__dict__",
                           "__weakref__", "__slots__", "__annotations__", "__orig_bases__", "__init_subclass__",
                           "__firstlineno__", "__static_attributes__"})
 _NUMPY_KINDS = "biufc"  # numpy scalars and arrays of these kinds (bool, int, uint, float, complex) cross by value
 
 
 def _numpy_plain(dtype) -> bool:
-    "Whether numpy values of `dtype` cross by value: bool, int, uint, float up to 64 bits, complex up to 128."
-    return dtype.kind in _NUMPY_KINDS and dtype.itemsize <= (16 if dtype.kind == "c" else 8)
+    "Whether numpy values of `dtype` cross by value: bool, int, uint, float up to 64 bits, complex up to 128, str."
+    return dtype.kind == "U" or dtype.kind in _NUMPY_KINDS and dtype.itemsize <= (16 if dtype.kind == "c" else 8)
+
+
+def _real(c: type, name: str):
+    "A class's own `__mro__` or `__dict__`, read past any metaclass or class attribute that would say otherwise."
+    return type.__dict__[name].__get__(c)
+
+
+def _overrides(c: type, names: set, machinery=()) -> bool:
+    """Whether the program's class `c` changes how its instances behave as the built-in's values: it has a metaclass of
+    its own, or defines a name of `names` (the built-in's) or any dunder, other than `_PLAIN_NAMES`, the automatic
+    `__dict__`/`__weakref__` descriptors and attributes identical to those of the classes in `machinery` (Enum's)."""
+    if type(c) is not type and not (machinery and isinstance(c, type(machinery[0]))): return True
+    for n, v in _real(c, "__dict__").items():
+        if n in ("__dict__", "__weakref__"):
+            if type(v).__name__ != "getset_descriptor": return True
+        elif n in _PLAIN_NAMES or any(v is getattr(m, n, None) for m in machinery): continue
+        elif n in names or (n.startswith("__") and n.endswith("__")): return True
+    return False
 
 
 def _sub_base(t: type) -> str | None:
     """The name of the built-in (`_BASES`) that the program's class `t` subclasses without changing how it behaves,
-    or None. Where a class of the program's between `t` and the built-in defines a name the built-in has (an override:
-    `__eq__`, `__hash__`, `__repr__`, `__missing__` is not one but is refused too, `append`; OrderedDict's order-aware
-    `==`), other than `__init__`, `__new__`, `__str__` (read in the program's process) and the Enum machinery's own,
-    its instances stay references: the judge could not give them the override's behaviour, and a copy acting as the
-    built-in would pass a test the program fails."""
-    kind = next((getattr(builtins, b) for b in _BASES if issubclass(t, getattr(builtins, b))), None)
+    or None. Where any class of the program's along `t`'s MRO has a metaclass of its own or defines a name the
+    built-in has or any dunder (an override: `__eq__`, `__hash__`, `__repr__`, `__bool__`, `__radd__`, `__missing__`,
+    `append`; OrderedDict's order-aware `==`), other than `__init__`, `__new__`, `__str__` and `__getattr__` (read in
+    the program's process), its instances stay references: the judge could not give them the override's behaviour."""
+    if type(t) is not type or "_delta_kind" in _real(t, "__dict__"): return None  # a metaclass; a class of the judge's
+    mro = _real(t, "__mro__")
+    kind = next((getattr(builtins, b) for b in _BASES if getattr(builtins, b) in mro), None)
     if kind is None or t is kind: return None
-    en, names = sys.modules.get("enum"), set(dir(kind)) | {"__missing__"}
-    for c in t.__mro__[:t.__mro__.index(kind)]:
-        for n, v in vars(c).items():
-            if n in names and n not in _PLAIN_NAMES and not (en is not None and v is getattr(en.Enum, n, None)):
-                return None
-    return kind.__name__
+    names = set(dir(kind))
+    return None if any(_overrides(c, names) for c in mro if c is not kind and c is not object) else kind.__name__
+
+
+def _instance_overrides(x, kind: type) -> bool:
+    "Whether an instance's own attributes shadow a method of the built-in `kind` (`self.get = ...`) or a dunder."
+    try: d = object.__getattribute__(x, "__dict__")
+    except AttributeError: return False
+    return any(type(k) is not str or k in dir(kind) or k.startswith("__") for k in dict.keys(d))
+
+
+def _enum_by_value(t: type, kind: type = int) -> bool:
+    """Whether an Enum class of the program's with the built-in `kind` mixed in (IntEnum, IntFlag, `(str, Enum)`) is
+    the enum module's own machinery with members and nothing else (no method or dunder of its own)."""
+    en = sys.modules["enum"]
+    machinery = (en.Enum, en.IntEnum, en.Flag, en.IntFlag, en.ReprEnum)
+    return not any(_overrides(c, set(dir(kind)), machinery) for c in _real(t, "__mro__")
+                   if c.__module__ not in ("enum", "builtins"))
 
 
 _PLAIN_NT = []  # a namedtuple made by collections, to compare a class's methods with (made on first use)
@@ -117,17 +148,20 @@ def encode(x, ref, depth: int = 0):
         return {"namedtuple": [t.__name__, [str(f) for f in t._fields], [e(v) for v in tuple.__iter__(x)]]}
     if fr is not None and t is fr.Fraction: return {"Fraction": [e(int(x.numerator)), e(int(x.denominator))]}
     if dec is not None and t is dec.Decimal: return {"Decimal": dec.Decimal.__str__(x)}
-    if en is not None and issubclass(t, en.Enum) and issubclass(t, int):
-        kind = "IntFlag" if isinstance(x, en.IntFlag) else "IntEnum"
+    if en is not None and issubclass(t, en.Enum) and issubclass(t, int) and _enum_by_value(t):
+        kind = "IntFlag" if issubclass(t, en.IntFlag) else "IntEnum"
         return {kind: [t.__name__, str(x._name_), int.__index__(x)]}
+    mixin = next((k for k in (str, float) if en is not None and issubclass(t, en.Enum) and issubclass(t, k)), None)
+    if mixin is not None and _enum_by_value(t, mixin):  # `class Op(str, Enum)`: rebuilt as an Enum of that mixin
+        return {"Enum": [t.__name__, str(x._name_), mixin.__name__, _BASES[mixin.__name__](x)]}
     np = sys.modules.get("numpy")
-    if np is not None and issubclass(t, np.generic) and _numpy_plain(x.dtype):  # np.int64(6), np.float64, np.bool_
+    if np is not None and issubclass(t, np.generic) and t.__module__ == "numpy" and _numpy_plain(np.dtype(t)):  # np.int64(6)
         v = x.item()
-        return {"npscalar": [x.dtype.str, [v.real, v.imag] if x.dtype.kind == "c" else v]}
+        return {"npscalar": [np.dtype(t).str, [v.real, v.imag] if np.dtype(t).kind == "c" else v]}
     if np is not None and t is np.ndarray and _numpy_plain(x.dtype):
         return {"ndarray": [x.dtype.str, list(x.shape), [e(v) for v in x.ravel().tolist()]]}
     base = _sub_base(t)
-    if base is not None:
+    if base is not None and not _instance_overrides(x, getattr(builtins, base)):
         return {"sub": [base, t.__name__, e(_BASES[base](x)), ref(x)]}
     return ref(x)
 
@@ -188,6 +222,9 @@ def decode(x, special):
     if tag in ("dict_keys", "dict_values") and type(v) is list:
         return dict.fromkeys(map(d, v)).keys() if tag == "dict_keys" else dict(enumerate(map(d, v))).values()
     if tag == "dict_items": return dict(_pairs(v, d)).items()
+    if tag == "Enum" and type(v) is list and len(v) == 4 and v[2] in ("str", "float") and type(v[3]) is getattr(builtins, v[2]):
+        import enum
+        return enum.Enum(str(v[0]), [(str(v[1]), v[3])], type=getattr(builtins, v[2]))(v[3])
     if tag in ("IntEnum", "IntFlag") and type(v) is list and len(v) == 3 and type(v[2]) is int:
         import enum
         return getattr(enum, tag)(str(v[0]), [(str(v[1]), v[2])])(v[2])
@@ -367,10 +404,11 @@ def _assign(obj, new):
 
 def _view_of(view, d: dict) -> bool:
     """Whether `view` (keys, values or items) is a view of the dict `d` itself (its `.mapping` is a read-only proxy,
-    never `d`): a key only `d` holds, put in for the question and taken out again, shows through the view."""
-    probe = object()
+    never `d`): a key put into `d` for the question, and taken out again, grows the view (its length is the dict's
+    own count; no method of a subclass answers)."""
+    n, probe = len(view), object()
     d[probe] = None
-    try: return probe in view.mapping
+    try: return len(view) == n + 1
     finally: del d[probe]
 
 
@@ -378,8 +416,8 @@ def _default_truth(obj):
     """True where `obj`'s class leaves truth to `object` (no `__bool__`, no `__len__`: every instance is true, and no
     code of the program's runs to say so); None where the class defines its own, which is not taken on its word (the
     hostile corpus's object whose `__bool__` passes `assert f(x)`)."""
-    t = type(obj)
-    return None if getattr(t, "__bool__", None) is not None or getattr(t, "__len__", None) is not None else True
+    mro = _real(type(obj), "__mro__")  # a name present anywhere along it counts, whatever its value (`__bool__ = None`)
+    return None if any(n in _real(c, "__dict__") for c in mro if c is not object for n in ("__bool__", "__len__")) else True
 
 
 _VALUE_OPS = {"len": len, "str": str, "truth": _default_truth}  # what a test may ask of the candidate's own object
@@ -435,7 +473,7 @@ def _functional(code, req_fd, rep_fd):
             req = json.loads(line)
             target, op = resolve(req["target"]), req["op"]
             if op == "iter": reply = {"value": ref(_as_program(iter, target))}
-            elif op == "get": reply = {"value": encode(target, ref)}  # an attribute's value, as a call's result crosses
+            elif op in ("get", "pull"): reply = {"value": encode(target, ref)}  # an attribute's value, as a call's result
             elif op == "assign":  # the test changed its copy of a subclass instance of the program's: the same here
                 _assign(target, decode(req["value"], special))
                 reply = {"value": None}
@@ -650,12 +688,33 @@ class _Channel:
         return msg
 
     def ask(self, req: dict, raw: bool = False):
+        """Send a request and read its reply (its value, or `raw`). Around a request that runs the program's code,
+        the subclass instances of mutable built-ins the test holds and the program's objects are made one value:
+        a copy the test changed is sent there first (`assign`), and every one is read back after (`pull`), as the
+        program's code may change any object it can reach."""
+        code = req.get("op") not in ("assign", "pull")
+        if code: self._sync("push")
+        msg = self._send(req)
+        if code: self._sync("pull")
+        return msg if raw else self.value(msg)
+
+    def _send(self, req: dict) -> dict:
         try:
             self.req.write(json.dumps(req).encode() + b"\n")
             self.req.flush()
         except OSError as e: raise _Broken(f"the candidate's process ended ({e})")
-        msg = self.recv()
-        return msg if raw else self.value(msg)
+        return self.recv()
+
+    def _sync(self, way: str):
+        for n, obj in list(self.subs.items()):
+            if type(obj)._delta_kind not in _MUTABLE: continue
+            if way == "pull": self.value(self._send({"op": "pull", "target": ["ref", n]}))  # refills obj (`special`)
+            else:
+                now = _state(obj)
+                if now == obj.__dict__.get("_delta_seen"): continue
+                if now is None: raise _Uncrossable("the test's copy of the program's object holds what cannot cross")
+                self.value(self._send({"op": "assign", "target": ["ref", n], "value": json.loads(now)}))
+                obj.__dict__["_delta_seen"] = now
 
     def special(self, tag, v):
         if tag == "ref" and type(v) is int: return _Remote(self, ("ref", v))
@@ -669,6 +728,7 @@ class _Channel:
                 known = self.subs[n] = cls(value)
                 known.__dict__["_delta_ref"] = remote
             elif cls._delta_kind in _MUTABLE: _assign(known, value)
+            if cls._delta_kind in _MUTABLE: known.__dict__["_delta_seen"] = _state(known)
             return known
         raise ValueError(f"unknown tag {tag!r}")
 
@@ -694,8 +754,6 @@ class _Channel:
             if isinstance(changed, dict):
                 for k, new in changed.items():
                     if k in given: _update(given[k], self.decode(new))
-        for a in (*args, *kwargs.values()):  # a subclass instance the call may have changed: read back
-            if "_delta_kind" in type(a).__dict__: _sync(a, "pull")
         view = msg.get("view_of")  # a view of the test's own dict, live as in plain Python
         if type(view) is list and len(view) == 2 and type(view[0]) is int and 0 <= view[0] < len(args) and \
                 type(args[view[0]]) is dict and view[1] in _VIEWS.values():
@@ -707,30 +765,18 @@ class _Channel:
 
 
 _SUBS = {}  # (built-in class, the candidate's class name) -> the class its instances have here, made once
-_PUSHING = set()  # ids of subclass instances being sent to the program now (one holding itself is sent once)
 
 
 def _sub_getattr(self, attr):
     """An attribute the built-in lacks (`config.depth`, a method of the program's), read from the program's object
-    in its process, with the test's copy sent there first and read back after (a property may change the object);
-    a method of a mutable one reads the object back after each call."""
+    in its process (`_Channel.ask` keeps the copy and the object one value around it)."""
     if attr.startswith("__") or attr.startswith("_delta_"): raise AttributeError(attr)
-    ref = self.__dict__["_delta_ref"]
-    _sync(self, "push")
-    value = getattr(ref, attr)
-    _sync(self, "pull")
-    if isinstance(value, _Remote) and type(self)._delta_kind in _MUTABLE:
-        bound = _Bound(value._chan, value._path)
-        bound._owner = self
-        return bound
-    return value
+    return getattr(self.__dict__["_delta_ref"], attr)
 
 
 def _sub_str(self):
     "`str()` of the program's object, computed in its process (its own `__str__`, as plain Python would call it)."
-    _sync(self, "push")
-    try: return self.__dict__["_delta_ref"]._object_op("str")
-    finally: _sync(self, "pull")
+    return self.__dict__["_delta_ref"]._object_op("str")
 
 
 def _candidate_subclass(base: str, name: str) -> type:
@@ -738,8 +784,8 @@ def _candidate_subclass(base: str, name: str) -> type:
     `_BASES`; only classes that override none of the built-in's methods cross so, `_sub_base`): a subclass of the
     built-in named as the program's class, whose instances hold the built-in value and compare, hash, index and
     iterate as that value, while an attribute the built-in lacks and `str()` are the program's object's, read in its
-    process (`_sub_getattr`). For list, dict, set and bytearray the copy and the program's object are kept one value:
-    sent there before the program's code runs on it, read back after (`_sync`). Raises ValueError for another base."""
+    process (`_sub_getattr`). For list, dict, set and bytearray the copy and the program's object are kept one value
+    (`_Channel.ask`). Raises ValueError for another base."""
     if base not in _BASES: raise ValueError("a bad subclass instance")
     kind, name = getattr(builtins, base), name if isinstance(name, str) and name.isidentifier() else base
     if (kind, name) not in _SUBS and len(_SUBS) >= 256: name = base  # a flood of class names: the built-in's name
@@ -749,36 +795,21 @@ def _candidate_subclass(base: str, name: str) -> type:
     return _SUBS[(kind, name)]
 
 
-def _sync(obj, way: str):
-    """Make a subclass instance of a mutable built-in and the program's object hold one value: "push" sends the test's
-    copy to the program's object (before the program's code runs on it), "pull" reads the object back into the copy
-    (after: the reply arrives as the same instance, refilled in place by `_Channel.special`)."""
-    kind = type(obj)._delta_kind
-    if kind not in _MUTABLE: return
-    ref = obj.__dict__["_delta_ref"]
-    if way == "push": ref._chan.ask({"op": "assign", "target": list(ref._path), "value": _to_plain(kind(obj))})
-    else: ref._chan.ask({"op": "get", "target": list(ref._path)})
+class _Uncrossable(BaseException):
+    """The test changed its copy of a subclass instance of the program's in a way that cannot reach the program's
+    object (it put in a function, a file...): the test fails; no `except` of the test's own takes it."""
 
 
-class _Bound(_Remote):
-    "A method of a mutable subclass instance of the program's: the copy is sent before each call and read back after."
-    __slots__ = ("_owner",)
-
-    def __call__(self, *args, **kwargs):
-        _sync(self._owner, "push")
-        try: return super().__call__(*args, **kwargs)
-        finally: _sync(self._owner, "pull")
+def _state(obj) -> str | None:
+    "The value of a mutable subclass instance here, as it would be sent (None if it cannot be)."
+    try: return json.dumps(_to_plain(type(obj)._delta_kind(obj)))
+    except (_Unsupported, ValueError, RecursionError): return None
 
 
 def _to_plain(x):
     "A test's argument as `encode` writes it; references for the candidate's own objects; trusted input."
     def ref(v):
-        if "_delta_kind" in type(v).__dict__:  # a subclass instance of the program's: its object, holding the copy's value
-            if id(v) not in _PUSHING:
-                _PUSHING.add(id(v))
-                try: _sync(v, "push")
-                finally: _PUSHING.discard(id(v))
-            v = v.__dict__["_delta_ref"]
+        if "_delta_kind" in type(v).__dict__: v = v.__dict__["_delta_ref"]  # a subclass instance: the program's object
         if isinstance(v, _Remote):
             p = v._path
             return {"ref": p[1]} if p[0] == "ref" and len(p) == 2 else {"name": list(p)}
@@ -999,8 +1030,8 @@ def _judge(spec: dict, req_fd: int, rep_fd: int, out_fd: int):
             try:
                 exec(compile(tree, f"tests[{i}]", "exec"), _test_globals(tree, spec["entry_point"], spec["helpers"], chan))
                 say("pass")
-            except _NotDefined:
-                say("fail")  # the test called a name the program does not define
+            except (_NotDefined, _Uncrossable):
+                say("fail")  # the test called a name the program does not define, or changed a copy past crossing
             except _Unsupported as e:
                 say(f"unsupported tests[{i}]: {e}")
                 return

@@ -181,7 +181,22 @@ BENIGN = [
     ("an int result against a float under np.allclose", "def count(xs):\n    return len(xs)",
      ["import numpy as np\nassert np.allclose(count([1, 2, 3]), 3.0) and np.isclose(count([]), 0.0)"], "functional", None),
     ("a view of the test's own dict, live", "def keys(d):\n    return d.keys()",
-     ["d = {'a': 1}\nk = keys(d)\nd['b'] = 2\nassert k == {'a', 'b'}"], "functional", None),
+     ["d = {'a': 1}\nk = keys(d)\nd['b'] = 2\nassert k == {'a', 'b'}"], "functional", None),    # second hostile review: the program's own changes seen, objects holding themselves, numpy strings, str Enums
+    ("the program changes its own object the test holds", "class History(list):\n    def last(self):\n        return self[-1]\n"
+     "_h = History()\ndef record(x):\n    _h.append(x)\ndef history():\n    return _h",
+     ["h = history()\nrecord(5)\nassert h.last() == 5 and h == [5]", "assert history() == [5]"], "functional", None),
+    ("a list subclass that holds itself", "class Tree(list):\n    def size(self):\n        return 1\ndef build():\n"
+     "    t = Tree()\n    t.append(t)\n    return t", ["assert build().size() == 1", "t = build()\nassert t[0] is t and str(t) == '[[...]]'"],
+     "functional", None),
+    ("a heap kept in a list subclass", "import heapq\nclass MinHeap(list):\n    def push(self, x):\n        heapq.heappush(self, x)\n"
+     "    def pop_min(self):\n        return heapq.heappop(self)\ndef make():\n    return MinHeap()",
+     ["h = make()\nfor i in range(100):\n    h.push(100 - i)\nassert [h.pop_min() for _ in range(100)] == list(range(1, 101))"],
+     "functional", None),
+    ("numpy strings", "import numpy as np\ndef uniq(ws):\n    return list(np.unique(np.array(ws)))", ["assert uniq(['b', 'a', 'b']) == ['a', 'b']"],
+     "functional", None),
+    ("str Enum members in a list", "import enum\nclass Op(str, enum.Enum):\n    ADD = '+'\n    SUB = '-'\ndef ops():\n    return list(Op)",
+     ["assert ops() == ['+', '-'] and str(ops()[0]) == 'Op.ADD'", "assert repr(ops()) == \"[<Op.ADD: '+'>, <Op.SUB: '-'>]\""],
+     "functional", None),
 ]
 
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
@@ -243,7 +258,24 @@ FORGED = [
     ("a live view where a snapshot was asked for", "def snapshot_keys(d):\n    return d.keys()",
      ["d = {'a': 1}\nk = snapshot_keys(d)\nd['b'] = 2\nassert k == {'a'}"], None),
     ("a dict subclass with __missing__ where a KeyError is expected", "class D(dict):\n    def __missing__(self, k):\n"
-     "        return 0\ndef f():\n    return D()", ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"], None),
+     "        return 0\ndef f():\n    return D()", ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"], None),    # second hostile review: metaclasses, mixins, dunders and instance attributes that a copy would lose
+    ("a class whose __bool__ is None", "class Verdict:\n    __bool__ = None\ndef is_prime(n):\n    return Verdict()",
+     ["assert is_prime(7)"], None),
+    ("a numpy float subclass whose item() lies", "import numpy as np\nclass F(np.float64):\n    def item(self):\n        return 42.0\n"
+     "def f():\n    return F(1.0)", ["assert f() == 42.0"], None),
+    ("a metaclass that hides a str subclass's __eq__", "class M(type):\n    __dict__ = property(lambda c: {})\n"
+     "class CI(str, metaclass=M):\n    def __eq__(self, o):\n        return False\n    __hash__ = str.__hash__\ndef norm(s):\n    return CI(s)",
+     ["assert norm('abc') == 'abc'"], None),
+    ("__missing__ from a mixin after dict", "class Zero:\n    def __missing__(self, k):\n        return 0\nclass D(dict, Zero):\n    pass\n"
+     "def f():\n    return D()", ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"], None),
+    ("a list subclass that is false", "class L(list):\n    def __bool__(self):\n        return False\ndef f():\n    return L([1])",
+     ["assert f()"], None),
+    ("an instance attribute shadowing dict.get", "class D(dict):\n    def __init__(self, *a):\n        super().__init__(*a)\n"
+     "        self.get = lambda k, d=None: 'wrong'\ndef f():\n    return D({'a': 1})", ["assert f().get('a') == 1"], None),
+    ("an IntEnum equal to nothing", "from enum import IntEnum\nclass E(IntEnum):\n    A = 1\n    def __eq__(self, o):\n        return False\n"
+     "    __hash__ = int.__hash__\ndef f():\n    return E.A", ["assert f() == 1"], None),
+    ("a view of a dict subclass whose __contains__ lies", "class D(dict):\n    def __contains__(self, k):\n        return True\n"
+     "def keys_of(d):\n    return D().keys()", ["assert keys_of({'a': 1, 'b': 2}) == {'a', 'b'}"], None),
 ]
 
 
