@@ -40,7 +40,7 @@ def _numpy_plain(dtype) -> bool:
 
 
 def _real(c: type, name: str):
-    "A class's own `__mro__` or `__dict__`, read past any metaclass or class attribute that would say otherwise."
+    "A class's own `__mro__`, `__bases__` or `__dict__`, read past any metaclass or class attribute that would say otherwise."
     return type.__dict__[name].__get__(c)
 
 
@@ -94,12 +94,14 @@ def _plain_namedtuple(t: type) -> bool:
     """Whether `t` is a namedtuple as `collections.namedtuple` makes it (or typing.NamedTuple without methods): its
     fields the generated accessors in order, its methods the generated ones, nothing else of its own; a tuple
     subclass that merely has a `_fields` attribute (its own properties, an override) is not one."""
-    col, fields = sys.modules.get("collections"), vars(t).get("_fields")
-    if col is None or t.__bases__ != (tuple,) or type(fields) is not tuple: return False
+    if type(t) is not type: return False  # a metaclass of the program's could show another __dict__ or __bases__
+    col, own = sys.modules.get("collections"), _real(t, "__dict__")
+    fields = own.get("_fields")
+    if col is None or _real(t, "__bases__") != (tuple,) or type(fields) is not tuple: return False
     if not _PLAIN_NT: _PLAIN_NT.append(col.namedtuple("_", "a"))
     ref = _PLAIN_NT[0]
     getter = type(vars(ref)["a"])
-    for n, v in vars(t).items():
+    for n, v in own.items():
         if n in fields:
             if type(v) is not getter or v.__reduce__()[1][0] != fields.index(n): return False
         elif n in ("__repr__", "_make", "_replace", "_asdict", "__getnewargs__"):

@@ -275,7 +275,11 @@ FORGED = [
     ("an IntEnum equal to nothing", "from enum import IntEnum\nclass E(IntEnum):\n    A = 1\n    def __eq__(self, o):\n        return False\n"
      "    __hash__ = int.__hash__\ndef f():\n    return E.A", ["assert f() == 1"], None),
     ("a view of a dict subclass whose __contains__ lies", "class D(dict):\n    def __contains__(self, k):\n        return True\n"
-     "def keys_of(d):\n    return D().keys()", ["assert keys_of({'a': 1, 'b': 2}) == {'a', 'b'}"], None),
+     "def keys_of(d):\n    return D().keys()", ["assert keys_of({'a': 1, 'b': 2}) == {'a', 'b'}"], None),    ("a metaclass that shows a namedtuple's __dict__ and __bases__", "import collections\n"
+     "_fake = dict(vars(collections.namedtuple('P', 'x y')))\nclass M(type):\n    __dict__ = property(lambda c: _fake)\n"
+     "    __bases__ = property(lambda c: (tuple,))\nclass P(tuple, metaclass=M):\n    _fields = ('x', 'y')\n"
+     "    x = property(lambda s: tuple.__getitem__(s, 1))\n    y = property(lambda s: tuple.__getitem__(s, 0))\n"
+     "def f():\n    return P((1, 2))", ["p = f()\nassert p.x == 1 and p.y == 2"], None),
 ]
 
 
