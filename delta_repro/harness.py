@@ -28,9 +28,10 @@ _BASES = {"int": int.__index__, "float": float.__float__, "str": str.__str__, "b
           "tuple": lambda x: tuple(tuple.__iter__(x)), "dict": lambda x: dict(dict.items(x)),
           "set": lambda x: set(set.__iter__(x)), "frozenset": lambda x: frozenset(frozenset.__iter__(x))}
 # names a subclass may define without changing how its instances behave as the built-in's values
-_PLAIN_NAMES = frozenset({"__init__", "__new__", "__str__", "__getattr__", "__module__", "__qualname__", "__doc__", "__dict__",
-                          "__weakref__", "__slots__", "__annotations__", "__orig_bases__", "__init_subclass__",
-                          "__firstlineno__", "__static_attributes__"})
+# (`__dict__` and `__weakref__` only as the automatic descriptors: `_overrides`)
+_PLAIN_NAMES = frozenset({"__init__", "__new__", "__str__", "__getattr__", "__module__", "__qualname__", "__doc__",
+                          "__slots__", "__annotations__", "__orig_bases__", "__init_subclass__", "__firstlineno__",
+                          "__static_attributes__"})
 _NUMPY_KINDS = "biufc"  # numpy scalars and arrays of these kinds (bool, int, uint, float, complex) cross by value
 
 
@@ -75,15 +76,16 @@ def _instance_overrides(x, kind: type) -> bool:
     "Whether an instance's own attributes shadow a method of the built-in `kind` (`self.get = ...`) or a dunder."
     try: d = object.__getattribute__(x, "__dict__")
     except AttributeError: return False
-    return any(type(k) is not str or k in dir(kind) or k.startswith("__") for k in dict.keys(d))
+    names = set(dir(kind))
+    return any(type(k) is not str or k in names or k.startswith("__") for k in dict.keys(d))
 
 
 def _enum_by_value(t: type, kind: type = int) -> bool:
     """Whether an Enum class of the program's with the built-in `kind` mixed in (IntEnum, IntFlag, `(str, Enum)`) is
     the enum module's own machinery with members and nothing else (no method or dunder of its own)."""
     en = sys.modules["enum"]
-    machinery = (en.Enum, en.IntEnum, en.Flag, en.IntFlag, en.ReprEnum)
-    return not any(_overrides(c, set(dir(kind)), machinery) for c in _real(t, "__mro__")
+    machinery, names = (en.Enum, en.IntEnum, en.Flag, en.IntFlag, en.ReprEnum), set(dir(kind))
+    return not any(_overrides(c, names, machinery) for c in _real(t, "__mro__")
                    if c.__module__ not in ("enum", "builtins"))
 
 

@@ -199,6 +199,8 @@ BENIGN = [
      "functional", None),
 ]
 
+EXPECTS_KEYERROR = ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"]  # a missing key must raise
+
 # (name, program, tests, helpers): wrong programs that exploit what the old design took from the candidate; all score 0
 FORGED = [
     ("encode_cyclic forged, identity decode", "def encode_cyclic(s):\n    return s\ndef decode_cyclic(s):\n    return s",
@@ -258,7 +260,7 @@ FORGED = [
     ("a live view where a snapshot was asked for", "def snapshot_keys(d):\n    return d.keys()",
      ["d = {'a': 1}\nk = snapshot_keys(d)\nd['b'] = 2\nassert k == {'a'}"], None),
     ("a dict subclass with __missing__ where a KeyError is expected", "class D(dict):\n    def __missing__(self, k):\n"
-     "        return 0\ndef f():\n    return D()", ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"], None),    # second hostile review: metaclasses, mixins, dunders and instance attributes that a copy would lose
+     "        return 0\ndef f():\n    return D()", EXPECTS_KEYERROR, None),    # second hostile review: metaclasses, mixins, dunders and instance attributes that a copy would lose
     ("a class whose __bool__ is None", "class Verdict:\n    __bool__ = None\ndef is_prime(n):\n    return Verdict()",
      ["assert is_prime(7)"], None),
     ("a numpy float subclass whose item() lies", "import numpy as np\nclass F(np.float64):\n    def item(self):\n        return 42.0\n"
@@ -267,7 +269,7 @@ FORGED = [
      "class CI(str, metaclass=M):\n    def __eq__(self, o):\n        return False\n    __hash__ = str.__hash__\ndef norm(s):\n    return CI(s)",
      ["assert norm('abc') == 'abc'"], None),
     ("__missing__ from a mixin after dict", "class Zero:\n    def __missing__(self, k):\n        return 0\nclass D(dict, Zero):\n    pass\n"
-     "def f():\n    return D()", ["try:\n    f()['z']\n    assert False\nexcept KeyError:\n    pass"], None),
+     "def f():\n    return D()", EXPECTS_KEYERROR, None),
     ("a list subclass that is false", "class L(list):\n    def __bool__(self):\n        return False\ndef f():\n    return L([1])",
      ["assert f()"], None),
     ("an instance attribute shadowing dict.get", "class D(dict):\n    def __init__(self, *a):\n        super().__init__(*a)\n"
