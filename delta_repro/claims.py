@@ -35,7 +35,8 @@ def gain_ci(after, warm, confidence: float = 0.95, n_resamples: int = 9999, seed
     if after.shape[0] < 3: r.update(low=float("nan"), high=float("nan"))
     return r
 
-def learning_summary(plan, runs_dir: str | Path, metric: str = "last", backbones: list | None = None) -> pd.DataFrame:
+def learning_summary(plan, runs_dir: str | Path, metric: str = "last", backbones: list | None = None,
+                     tasks: list | None = None, methods: list | None = None) -> pd.DataFrame:
     """Did RL learn? One row per (backbone, task, method) with evaluated runs: training seeds, held-out accuracy
     (%, report benchmarks, i.e. the evaluation sets, not the selection set; the primary metric: the right answer in
     any form, `evaluation.answer_correct`, where the results have it) of the warm start with its 95 % bootstrap
@@ -47,13 +48,15 @@ def learning_summary(plan, runs_dir: str | Path, metric: str = "last", backbones
     `gain shown` (the gain with its interval, or with each seed's gain below 3 seeds: two values make no interval),
     `seed values` (after RL, one per seed), `learns` ("yes" when the paired interval excludes 0 from above, "no"
     when it does not, "no interval (2 seeds)", "one seed", or "no warm start") and `below warm start`: the seeds
-    whose accuracy fell below the warm start's interval (a collapsed or degraded run). `backbones`: only these
-    (default: every backbone of the plan). Raises `ValueError` for another metric, or runs and warm start scored on
+    whose accuracy fell below the warm start's interval (a collapsed or degraded run). `backbones`, `tasks`,
+    `methods`: only these (default: every one of the plan; a report that shows a few rows asks for those, as each row
+    costs a paired bootstrap). Raises `ValueError` for another metric, or runs and warm start scored on
     different problems."""
     if metric not in ("last", "selected"): raise ValueError(f"metric must be 'last' or 'selected', got {metric!r}")
     groups = {}
     for rid, r in plan.runs.items():
-        if backbones is None or r.backbone in backbones: groups.setdefault((r.backbone, r.task, r.method), []).append(rid)
+        if all(want is None or have in want for want, have in ((backbones, r.backbone), (tasks, r.task), (methods, r.method))):
+            groups.setdefault((r.backbone, r.task, r.method), []).append(rid)
     rows = []
     for (bb, task, method), ids in groups.items():
         bench = report_benchmarks(plan, task)

@@ -10,6 +10,7 @@ __all__ = ['vllm_available', 'generate_completions', 'final_answer', 'answer_cor
            'save_results', 'load_results']
 
 # %% ../nbs/07_evaluation.ipynb #8d11c56e
+import functools
 import json
 import math
 import os
@@ -276,6 +277,26 @@ def difference_ci(a, b, confidence: float = 0.95, n_resamples: int = 9999, seed:
                         n_resamples=n_resamples, method="percentile", rng=np.random.default_rng(seed), vectorized=True)
     return d, float(r.confidence_interval.low), float(r.confidence_interval.high)
 
+_DRAW_CACHE_CELLS = 2 ** 24  # problems × resamples up to which a draw is kept (as uint16 counts: 32 MiB an entry)
+
+@functools.lru_cache(maxsize=4)
+def _paired_draws(seed: int, p: int, n_resamples: int, s_a: int, s_b: int, paired_seeds: bool) -> tuple:
+    """paired_difference's random draws, which depend only on these arguments, never on the scores: per chunk of up
+    to 1000 resamples, (counts (r, P): how often each problem is drawn, ia (r, S_a) and ib (r, S_b): the seeds drawn).
+    Kept for the few argument sets a report repeats (every comparison of 1024 problems with 8 seeds a side draws the
+    same), since the multinomial draw is most of a bootstrap's time; read-only arrays, the same stream as drawn anew."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for lo in range(0, n_resamples, 1000):  # chunks keep the (resamples, problems) weights small
+        r = min(1000, n_resamples - lo)
+        counts = rng.multinomial(p, np.full(p, 1.0 / p), size=r)
+        counts = counts.astype(np.uint16) if p < 2 ** 16 else counts
+        ia = rng.integers(0, s_a, (r, s_a)) if s_a > 1 else np.zeros((r, 1), int)
+        ib = ia if paired_seeds else (rng.integers(0, s_b, (r, s_b)) if s_b > 1 else np.zeros((r, 1), int))
+        for x in (counts, ia, ib): x.flags.writeable = False
+        out.append((counts, ia, ib))
+    return tuple(out)
+
 def paired_difference(a, b, alternative: str = "greater", paired_seeds: bool = False, confidence: float = 0.95,
                       n_resamples: int = 9999, seed: int = 0) -> dict:
     """The effect of runs `a` over runs `b` scored on the same problems, with an interval paired by problem.
@@ -304,15 +325,14 @@ def paired_difference(a, b, alternative: str = "greater", paired_seeds: bool = F
         raise ValueError(f"n_resamples must be an int >= 100 (fewer make no interval), got {n_resamples!r}")
     (s_a, p), s_b = a.shape, b.shape[0]
     effect = float(a.mean() - b.mean())
-    rng = np.random.default_rng(seed)
+    keep = isinstance(seed, (int, np.integer)) and p * n_resamples <= _DRAW_CACHE_CELLS  # a Generator or None: anew
+    draws = (_paired_draws if keep else _paired_draws.__wrapped__)(
+        seed, p, int(n_resamples), s_a, s_b, paired_seeds)
     boots = np.empty(n_resamples)
-    for lo in range(0, n_resamples, 1000):  # chunks keep the (resamples, problems) weights small
-        r = min(1000, n_resamples - lo)
-        w = rng.multinomial(p, np.full(p, 1.0 / p), size=r).astype(float) / p  # one problem draw for every run
+    for lo, (counts, ia, ib) in zip(range(0, n_resamples, 1000), draws):
+        w = counts.astype(float) / p  # (r, P): one problem draw for every run
         ma, mb = w @ a.T, w @ b.T  # (r, S_a), (r, S_b): each run's mean over the drawn problems
-        ia = rng.integers(0, s_a, (r, s_a)) if s_a > 1 else np.zeros((r, 1), int)
-        ib = ia if paired_seeds else (rng.integers(0, s_b, (r, s_b)) if s_b > 1 else np.zeros((r, 1), int))
-        boots[lo:lo + r] = np.take_along_axis(ma, ia, 1).mean(1) - np.take_along_axis(mb, ib, 1).mean(1)
+        boots[lo:lo + len(w)] = np.take_along_axis(ma, ia, 1).mean(1) - np.take_along_axis(mb, ib, 1).mean(1)
     low, high = np.quantile(boots, [(1 - confidence) / 2, (1 + confidence) / 2])
     d = a.mean(0) - b.mean(0)
     p_w = float(stats.wilcoxon(d, alternative=alternative).pvalue) if np.any(d != 0) else 1.0

@@ -288,7 +288,8 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                     "the average and the ranks): " + ", ".join(f"{b} (best {v:.2f} %)" for b, v in floors.items()) + ".")
     if not ood:  # did RL learn here at all? (learning_summary) -- a table of methods that did not learn says so
         caption += " " + credit_text(credit_summary(plan, artefact, runs_dir))
-        learn = learning_summary(plan, runs_dir, "selected")  # the checkpoint the table shows
+        learn = learning_summary(plan, runs_dir, "selected", backbones=[spec["backbone"]], tasks=[spec["task"]],
+                                 methods=list(table.index))  # the checkpoint the table shows, its rows only
         if len(learn):
             at = (learn.index.get_level_values("backbone") == spec["backbone"]) & (learn.index.get_level_values("task") == spec["task"])
             rows = learn[at].droplevel(["backbone", "task"])

@@ -9,6 +9,7 @@ __all__ = ['PAPER_METHODS', 'METRICS', 'paper_results', 'method_summary', 'artef
            'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy']
 
 # %% ../nbs/09a_scores.ipynb #a9e1c003
+import functools
 import importlib.resources
 import io
 import json
@@ -224,7 +225,13 @@ def warm_start_accuracy(plan, runs_dir: str | Path, backbone: str, task: str, be
     `report_benchmarks`), with a 95 % bootstrap interval over problems; None when it is not evaluated (on them) yet."""
     path = warm_start_dir(runs_dir, backbone, task) / "eval.csv"
     if not path.exists(): return None
-    per_problem = _problem_means(path, benchmarks or report_benchmarks(plan, task))
+    st = path.stat()  # a report asks this of one file many times: its bootstrap is kept per file version
+    return _warm_start_ci(str(path.resolve()), st.st_mtime_ns, st.st_size, tuple(benchmarks or report_benchmarks(plan, task)))
+
+@functools.lru_cache(maxsize=64)
+def _warm_start_ci(path: str, mtime_ns: int, size: int, benchmarks: tuple):
+    "warm_start_accuracy's value for one version (path, mtime, size) of a warm start's eval.csv."
+    per_problem = _problem_means(path, list(benchmarks))
     return mean_ci(per_problem) if per_problem.size else None
 
 

@@ -37,6 +37,39 @@ def test_paired_difference_hand_values():
     assert paired_difference([[10.0, 20.0]], [[10.0, 20.0]])["p_wilcoxon"] == 1.0
 
 
+def _paired_reference(a, b, paired_seeds=False, n_resamples=9999, seed=0):
+    "The bootstrap of paired_difference written out directly (one multinomial draw of problems, then the seeds)."
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    (s_a, p), s_b = a.shape, b.shape[0]
+    rng, boots = np.random.default_rng(seed), []
+    for lo in range(0, n_resamples, 1000):
+        r = min(1000, n_resamples - lo)
+        w = rng.multinomial(p, np.full(p, 1.0 / p), size=r) / p
+        ia = rng.integers(0, s_a, (r, s_a)) if s_a > 1 else np.zeros((r, 1), int)
+        ib = ia if paired_seeds else (rng.integers(0, s_b, (r, s_b)) if s_b > 1 else np.zeros((r, 1), int))
+        boots.append(np.take_along_axis(w @ a.T, ia, 1).mean(1) - np.take_along_axis(w @ b.T, ib, 1).mean(1))
+    return tuple(np.quantile(np.concatenate(boots), [(1 - 0.95) / 2, (1 + 0.95) / 2]))
+
+
+def test_paired_difference_kept_draws_give_the_fresh_draws_interval():
+    # the draws are kept per (seed, problems, resamples, seeds a side): a second comparison of other scores with the
+    # same shape must read the same problems and seeds as drawing anew would, never the first comparison's scores
+    from delta_repro.evaluation import _paired_draws
+    rng = np.random.default_rng(3)
+    _paired_draws.cache_clear()
+    for s_a, s_b, p, paired in ((5, 5, 64, False), (5, 5, 64, False), (4, 4, 64, True), (1, 3, 20, False), (3, 1, 20, False)):
+        a, b = rng.uniform(0, 100, (s_a, p)), rng.uniform(0, 100, (s_b, p))
+        r = paired_difference(a, b, paired_seeds=paired, n_resamples=2500, seed=11)
+        low, high = _paired_reference(a, b, paired, 2500, 11)
+        assert (r["low"], r["high"]) == (min(low, r["effect"]), max(high, r["effect"]))
+    assert _paired_draws.cache_info().hits >= 1  # the repeated shape came from the kept draws
+    # a seed that is a Generator is never kept: two calls draw anew and differ
+    a, b = rng.uniform(0, 100, (3, 30)), rng.uniform(0, 100, (3, 30))
+    g = np.random.default_rng(5)
+    first, second = paired_difference(a, b, seed=g), paired_difference(a, b, seed=g)
+    assert (first["low"], first["high"]) != (second["low"], second["high"])
+
+
 def test_paired_interval_excludes_zero_where_the_unpaired_one_covers_it():
     # 200 problems of every difficulty; RL adds 2 points on each: small beside the spread of difficulty (SD ~29)
     rng = np.random.default_rng(0)
