@@ -61,7 +61,7 @@ fi
 if [ "${DELTA_SKIP_PUBLISHED:-0}" != 1 ]; then
   # Published equals produced (scripts/check_published.sh): a clean clone's `reproduce.sh --profile cpu --reports-only`
   # must give back every committed cpu report byte for byte, apart from the timings figures/machine_dependent.txt
-  # declares. About 8 minutes of mostly one core, so it runs beside the notebooks and the smoke profile (started once nbdev-export has
+  # declares. About 11 minutes of mostly one core beside two busy ones (docs/develop.md), so it runs beside the notebooks and the smoke profile (started once nbdev-export has
   # rewritten delta_repro/, so that no report imports a module while it is written); on a tree with
   # changes of its own it is skipped, saying so (CI's clone is always clean). DELTA_SKIP_PUBLISHED=1 skips it.
   echo "[test] remaking the cpu reports in the background (bash scripts/check_published.sh; log: runs/test-logs/published.log)"

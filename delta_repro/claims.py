@@ -453,7 +453,8 @@ def _placebo_null(out: pd.DataFrame, specs: list) -> pd.DataFrame:
             e = out.loc[o["claim"]].get("effect")
             if not _finite_number(e): continue
             where = "inside" if lo <= float(e) <= hi else "outside"
-            out.loc[o["claim"], "placebo null"] = (f"{where} the placebo's {float(c['effect']):+.2f} [{lo:+.2f}, {hi:+.2f}]")
+            out.loc[o["claim"], "placebo null"] = (f"{where} the placebo's {float(c['effect']):+.2f} [{lo:+.2f}, {hi:+.2f}]"
+                                                   ).replace("-", "−")  # a true minus sign, as on every page
     return out
 
 def _finite_number(v) -> bool:

@@ -499,7 +499,8 @@ def replication_text(report: dict) -> str:
         lines.append("Weight on the tokens the answer key calls decisive against the shared ones (decisive / shared; "
                      "the premise asks for more than 1 on both sides): " + "; ".join(
                          f"{m} {r['decisive / shared, correct']:.2f} in correct and {r['decisive / shared, wrong']:.2f} in "
-                         f"wrong completions ({int(r['seeds logged'])} seeds)" for m, r in logged.iterrows()) + ".")
+                         f"wrong completions ({int(r['seeds logged'])} seed{'s' * (int(r['seeds logged']) != 1)})"
+                         for m, r in logged.iterrows()) + ".")
     verdicts = {s["claim"]: _supported(c.loc[s["claim"]]) if s["claim"] in c.index else None for s in report["specs"]}
     if any(v is None for v in verdicts.values()):
         lines.append("**Why DelTA does not help here** is read when every hypothesis has its registered seeds; "
