@@ -531,7 +531,9 @@ def replication_text(report: dict) -> str:
                       "So re-weighting the tokens that decide the answer does not pay at this scale either: the premise, "
                       "not only DelTA's estimate of it, fails to help here."))
     rep = by_role.get("replication")
-    helps = rep is not None and _finite(rep["effect"]) and rep["method_b"] == "DelTA" and float(rep["effect"]) < 0
+    # DelTA helps only where its advantage over DAPO is shown: the 95 % interval of DAPO − DelTA below 0, not a mean
+    helps = (rep is not None and _finite(rep.get("ci_high")) and rep["method_b"] == "DelTA"
+             and float(rep["ci_high"]) < 0)
     lines.append(f"**{'Why DelTA helps here' if helps else 'Why DelTA does not help here'}.** " + " ".join(why))
     return "\n\n".join(lines)
 

@@ -891,6 +891,12 @@ def test_the_replication_page_hand_computed(tmp_path):
     # H1: DAPO − DelTA = +12.5 points over 6 vs 6 seeds; H2 (dose) and H3 (premise) read by their registered roles
     assert "The deficit replicates on new seeds from one warm start: DAPO − DelTA = +12.50 [" in text
     assert "A wider λ range" in text and "The premise made exact beats DAPO: Random λ − DAPO = +43.75 [" in text
+    # the heading says DelTA helps only where its advantage is shown (DAPO − DelTA's interval below 0), not for a mean
+    claims = rep["claims"].copy()
+    claims.loc["H1", ["effect", "ci_low", "ci_high"]] = [-0.5, -1.5, 0.5]
+    assert "**Why DelTA does not help here.**" in replication_text({**rep, "claims": claims})
+    claims.loc["H1", ["effect", "ci_low", "ci_high"]] = [-2.0, -3.0, -1.0]
+    assert "**Why DelTA helps here.**" in replication_text({**rep, "claims": claims})
     fig = plot_arm_differences(rep)
     assert len(fig.axes[0].get_yticklabels()) == 3
 
