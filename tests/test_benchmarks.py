@@ -90,7 +90,10 @@ def test_code_batch_benchmark_grades_both_batches_within_the_budget(tmp_path):
     ("regrade.py", ["--runs-dir", "tests", "--match", "no-such-run"], "--match"),
     ("warm_start_rebuild.py", ["--profile", "nonsense"], "--profile"), ("warm_start_rebuild.py", ["--backbone", "gpt"], "--backbone"),
     ("warm_start_rebuild.py", ["--task", "poetry"], "--task"), ("warm_start_rebuild.py", ["--runs-dir", "tests"], "--runs-dir"),
-    ("warm_start_rebuild.py", ["--out", "benchmarks/results/cpu-warm-start-rebuild-2026-12-05"], "never overwritten")])
+    ("warm_start_rebuild.py", ["--out", "benchmarks/results/cpu-warm-start-rebuild-2026-12-05"], "never overwritten"),
+    ("warm_start_rebuild.py", ["--from-backbone", "gpt"], "--from-backbone"),
+    ("warm_start_rebuild.py", ["--from-backbone", "smollm2-long"], "another backbone"),
+    ("warm_start_rebuild.py", ["--from-backbone", "smollm2"], "may follow another recipe")])
 def test_benchmark_scripts_refuse_bad_arguments_before_any_work(script, args, msg):
     before = (ROOT / "README.md").read_bytes()
     res = subprocess.run([sys.executable, f"benchmarks/{script}", *args], cwd=ROOT, capture_output=True, text=True)
