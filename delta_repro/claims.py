@@ -418,7 +418,9 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
         if col in out: out[col] = out[col].astype("Int64")
     out = _judge_families(out, specs)
     out = _placebo_null(out, specs)
-    for s_ in specs: out.loc[s_["claim"], "verdict"] = _interim(out.loc[s_["claim"]].to_dict())
+    for s_ in specs:
+        out.loc[s_["claim"], "verdict"] = _interim(out.loc[s_["claim"]].to_dict())
+        if "tost" in out: out.loc[s_["claim"], "tost"] = _interim_tost(out.loc[s_["claim"]].to_dict())
     return out
 
 def _judge_families(out: pd.DataFrame, specs: list) -> pd.DataFrame:
@@ -469,6 +471,16 @@ def _interim(row: dict) -> str:
     n = [int(row["n_a"]), int(row["n_b"])]
     return v if n[0] >= planned[0] and n[1] >= planned[1] else \
         f"interim, {n[0]} vs {n[1]} of the registered {planned[0]} vs {planned[1]} seeds: {v}"
+
+def _interim_tost(row: dict) -> str:
+    """A row's equivalence reading as shown beside its verdict: none below 3 seeds a side (the interval then holds the
+    problems' spread but not the seeds', so "equivalent" would claim more than it can), and marked "interim: " while
+    the verdict is an interim one (`_interim`), since the registered reading is at the full design."""
+    t = row.get("tost")
+    if not isinstance(t, str) or not t or t.startswith(("interim", "not read")): return t
+    if _finite_number(row.get("n_a")) and min(int(row["n_a"]), int(row["n_b"])) < 3:
+        return f"not read with {int(row['n_a'])} vs {int(row['n_b'])} seeds (the seeds' spread is not in the interval)"
+    return f"interim: {t}" if str(row.get("verdict", "")).startswith("interim") else t
 
 def start_weights(plan, runs_dir: str | Path, run_ids: list) -> str:
     """The sha256 of the starting weights that every run of `run_ids` records in its `DONE` (`provenance`,
@@ -560,6 +572,7 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
         planned = [n + extra for n in planned]  # seeds the rule adds and the artefact does not list yet
     row["registered seeds"] = f"{planned[0]} vs {planned[1]}"
     if interim: row["verdict"] = _interim(row)
+    if interim and "tost" in row: row["tost"] = _interim_tost(row)
     return row
 
 def _seed_span(seeds: list) -> str:

@@ -297,8 +297,10 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
             rows = rows[np.isfinite(rows["gain"].astype(float))]  # no gain without an evaluated warm start
         if len(learn) and len(rows):
             gains = "; ".join(f"{m} {r['gain shown']} ({r['learns']})" for m, r in rows.iterrows())
-            caption += (" Gain of the selected checkpoint over the warm start, points, mean [95 % CI] or (seeds) "
-                        f"(learns?; the last policy's is in `learning`): {gains}.")
+            last_only = selection_settings(plan.raw, spec["backbone"]).get("choose") == "last"
+            caption += (" Gain of " + ("the last policy (the one this table shows)" if last_only else "the selected checkpoint")
+                        + " over the warm start, points, mean [95 % CI] or (seeds) (learns?"
+                        + (")" if last_only else "; the last policy's is in `learning`") + f": {gains}.")
     return table, caption
 
 def fmt_points(x, digits: int = 1, sign: bool = True) -> str:

@@ -579,8 +579,13 @@ def test_a_tables_caption_gives_the_gain_of_the_checkpoint_the_table_shows(tmp_p
     _run(runs, warm_start_dir(runs, "tiny-qwen3", "math").name, "warm start", 0, 4)
     table, caption = table_report(plan, "table1_main", runs)
     assert table.loc["DelTA", "ours"] == pytest.approx(75.0)
-    assert "selected checkpoint" in caption
+    assert "Gain of the selected checkpoint over the warm start" in caption
     assert "DelTA 25.0 (seeds: 25.0, 25.0)" in caption and "-25.0" not in caption
+    # a backbone that keeps no checkpoint selection: its table and its gain are the last policy's, and say so
+    plan.raw["backbones"]["tiny-qwen3"]["selection"] = {"choose": "last"}
+    caption = table_report(plan, "table1_main", runs)[1]
+    assert "Gain of the last policy (the one this table shows) over the warm start" in caption
+    assert "selected checkpoint over" not in caption
 
 
 def test_results_page_gaps_and_curves_hand_computed(tmp_path):
@@ -760,17 +765,25 @@ def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_inte
     plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
     plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO",
-                                     relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05)
+                                     relation=">", checkpoint="last", benchmarks=["held"], alpha=0.05,
+                                     equivalence_margin=90.0)
     last = {"DelTA": [2, 3, 4, 5], "DAPO": [6, 7, 8, 8]}  # DelTA below DAPO at every seed
     for rid, r in plan.runs.items():
-        if r.method in last and r.seed < 3: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+        if r.method in last and r.seed < 2: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
+    # two seeds a side: the interval holds no seed spread, so no equivalence is read (not "equivalent within ±90")
+    c = primary_claim(plan, runs).loc["DelTA > DAPO"]
+    assert c["tost"] == "not read with 2 vs 2 seeds (the seeds' spread is not in the interval)"
+    for rid, r in plan.runs.items():
+        if r.method in last and r.seed == 2: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
     c = primary_claim(plan, runs).loc["DelTA > DAPO"]
     assert c["registered seeds"] == "4 vs 4" and (c["n_a"], c["n_b"]) == (3, 3)
     assert c["verdict"].startswith("interim, 3 vs 3 of the registered 4 vs 4 seeds: ")
+    assert c["tost"] == "interim: equivalent within ±90"
     for rid, r in plan.runs.items():
         if r.method in last and r.seed == 3: _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
     c = primary_claim(plan, runs).loc["DelTA > DAPO"]
     assert not c["verdict"].startswith("interim") and c["verdict"] == "contradicted at this scale"
+    assert c["tost"] == "equivalent within ±90"
 
 
 def _study_plan(tmp_path):
