@@ -7,6 +7,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                     'delta_repro.claims._clipped_share': ('claims.html#_clipped_share', 'delta_repro/claims.py'),
                                     'delta_repro.claims._finite_number': ('claims.html#_finite_number', 'delta_repro/claims.py'),
                                     'delta_repro.claims._interim': ('claims.html#_interim', 'delta_repro/claims.py'),
+                                    'delta_repro.claims._interim_reading': ('claims.html#_interim_reading', 'delta_repro/claims.py'),
                                     'delta_repro.claims._interim_tost': ('claims.html#_interim_tost', 'delta_repro/claims.py'),
                                     'delta_repro.claims._judge': ('claims.html#_judge', 'delta_repro/claims.py'),
                                     'delta_repro.claims._judge_families': ('claims.html#_judge_families', 'delta_repro/claims.py'),

@@ -419,8 +419,7 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     out = _judge_families(out, specs)
     out = _placebo_null(out, specs)
     for s_ in specs:
-        out.loc[s_["claim"], "verdict"] = _interim(out.loc[s_["claim"]].to_dict())
-        if "tost" in out: out.loc[s_["claim"], "tost"] = _interim_tost(out.loc[s_["claim"]].to_dict())
+        for col, v in _interim_reading(out.loc[s_["claim"]].to_dict()).items(): out.loc[s_["claim"], col] = v
     return out
 
 def _judge_families(out: pd.DataFrame, specs: list) -> pd.DataFrame:
@@ -481,6 +480,12 @@ def _interim_tost(row: dict) -> str:
     if _finite_number(row.get("n_a")) and min(int(row["n_a"]), int(row["n_b"])) < 3:
         return f"not read with {int(row['n_a'])} vs {int(row['n_b'])} seeds (the seeds' spread is not in the interval)"
     return f"interim: {t}" if str(row.get("verdict", "")).startswith("interim") else t
+
+def _interim_reading(row: dict) -> dict:
+    "A row's verdict (`_interim`) and, where it has one, its equivalence reading (`_interim_tost` of that verdict)."
+    out = {"verdict": _interim(row)}
+    if "tost" in row: out["tost"] = _interim_tost({**row, **out})
+    return out
 
 def start_weights(plan, runs_dir: str | Path, run_ids: list) -> str:
     """The sha256 of the starting weights that every run of `run_ids` records in its `DONE` (`provenance`,
@@ -571,8 +576,7 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
         row["seed rule"], extra = seed_rule(plan, spec, a, b)
         planned = [n + extra for n in planned]  # seeds the rule adds and the artefact does not list yet
     row["registered seeds"] = f"{planned[0]} vs {planned[1]}"
-    if interim: row["verdict"] = _interim(row)
-    if interim and "tost" in row: row["tost"] = _interim_tost(row)
+    if interim: row.update(_interim_reading(row))
     return row
 
 def _seed_span(seeds: list) -> str:

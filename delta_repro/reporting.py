@@ -269,8 +269,9 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     bench = [b for b in report_benchmarks(plan, spec["task"], ood) if b not in floors]
     seeds = sorted(set(table["seeds"].astype(int)) - {0}) or [0]
     from delta_repro.experiments import selection_settings
+    last_only = selection_settings(plan.raw, spec["backbone"]).get("choose") == "last"  # no checkpoint selection
     kept = ("run's last policy (this backbone keeps no checkpoint selection: selection.choose 'last'; the selection "
-            "set gives its learning curve only)" if selection_settings(plan.raw, spec["backbone"]).get("choose") == "last"
+            "set gives its learning curve only)" if last_only
             else "run's selected checkpoint (chosen on the selection set, the paper's protocol)")
     caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy of each "
                f"{kept} on "
@@ -291,13 +292,10 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
         learn = learning_summary(plan, runs_dir, "selected", backbones=[spec["backbone"]], tasks=[spec["task"]],
                                  methods=list(table.index))  # the checkpoint the table shows, its rows only
         if len(learn):
-            at = (learn.index.get_level_values("backbone") == spec["backbone"]) & (learn.index.get_level_values("task") == spec["task"])
-            rows = learn[at].droplevel(["backbone", "task"])
-            rows = rows[rows.index.isin(table.index)]
+            rows = learn.droplevel(["backbone", "task"])
             rows = rows[np.isfinite(rows["gain"].astype(float))]  # no gain without an evaluated warm start
         if len(learn) and len(rows):
             gains = "; ".join(f"{m} {r['gain shown']} ({r['learns']})" for m, r in rows.iterrows())
-            last_only = selection_settings(plan.raw, spec["backbone"]).get("choose") == "last"
             caption += (" Gain of " + ("the last policy (the one this table shows)" if last_only else "the selected checkpoint")
                         + " over the warm start, points, mean [95 % CI] or (seeds) (learns?"
                         + (")" if last_only else "; the last policy's is in `learning`") + f": {gains}.")

@@ -306,9 +306,7 @@ def study_report(plan, runs_dir: str | Path, artefact: str) -> dict:
     spec = specs[0]
     run = plan.runs[plan.artefact_runs[artefact][0]]
     done = [r for m in (spec["a"], spec["b"]) for r in method_runs(plan, artefact, m) if (Path(runs_dir) / r / "DONE").exists()]
-    learning = learning_summary(plan, runs_dir, "last", backbones=[run.backbone])
-    if len(learning):
-        learning = learning[learning.index.get_level_values("method").isin([spec["a"], spec["b"]])]
+    learning = learning_summary(plan, runs_dir, "last", backbones=[run.backbone], methods=[spec["a"], spec["b"]])
     return dict(spec=spec, row=pd.Series(_primary_row(plan, runs_dir, spec)),  # this claim only, not every one
                 pairs=study_pairs(plan, runs_dir, artefact, spec["a"], spec["b"], spec.get("benchmarks")),
                 curves=study_curves(plan, runs_dir, artefact, (spec["b"], spec["a"])), learning=learning,
