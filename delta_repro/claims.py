@@ -407,7 +407,9 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     (the artefact's runs of each side, "8 vs 8") and the columns of `equivalence`; verdict "runs missing" below 2
     evaluated seeds a side, and one read before every registered seed is in begins "interim, 4 vs 4 of the registered
     8 vs 8 seeds: " (the claim is decided at the registered design, seeds its `seed_rule` adds included; the rule's
-    reading in a `seed rule` column); an empty DataFrame for a plan without one.
+    reading in a `seed rule` column). A claim that lists its `seeds` pairs seed s of one side with seed s of the other,
+    so read part-way it reads the seeds both sides have evaluated; `evidence` names the seeds that wait for their pair.
+    An empty DataFrame for a plan without one.
     Raises `ValueError` for a malformed entry (naming the key)."""
     spec = plan.raw.get("primary_claim")
     if not spec: return pd.DataFrame()
@@ -547,11 +549,18 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
     keep = lambda d: {s: v for s, v in d.items() if only is None or s in only}
     a = keep(seed_scores(plan, art, runs_dir, spec["a"], metric, bench))
     b = keep(seed_scores(plan, art, runs_dir, spec["b"], metric, bench))
+    unpaired = {}  # a claim that lists its seeds pairs seed s with seed s: read part-way, on the seeds both sides have
+    if only is not None:
+        unpaired = {m: sorted(set(d) - set(e)) for m, d, e in ((spec["a"], a, b), (spec["b"], b, a)) if set(d) - set(e)}
+        both = set(a) & set(b)
+        a, b = {s: v for s, v in a.items() if s in both}, {s: v for s, v in b.items() if s in both}
+        keep = lambda d: {s: v for s, v in d.items() if s in both}
     base = dict(claim=spec["claim"], family="primary", metric=metric, benchmarks=", ".join(bench), method_a=spec["a"],
                 method_b=spec["b"], relation=rel, registered=str(spec.get("registered", "")),
                 margin_note=str(spec.get("margin_note", "")))
     if min(len(a), len(b)) < 2:
-        row = {**base, "verdict": "runs missing", "evidence": f"{len(a)} vs {len(b)} evaluated seeds"}
+        row = {**base, "verdict": "runs missing", "evidence": f"{len(a)} vs {len(b)} evaluated seeds"
+                                                                + ("" if only is None else " both sides have")}
     else:
         if only is None: kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
         else:
@@ -563,7 +572,9 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
         row = {**claim(spec["claim"], list(a.values()), list(b.values()), rel, alpha, **kw), **base,
                **equivalence(list(a.values()), list(b.values()), margin, alpha=alpha, **kw),
                "evidence": f"{len(a)} vs {len(b)} training seeds, " + ("the last policy (no checkpoint selection)"
-                                                                         if checkpoint == "last" else "the selected checkpoint")}
+                                                                         if checkpoint == "last" else "the selected checkpoint")
+                           + "".join(f"; {m}'s seed{'s' if len(s) > 1 else ''} {', '.join(map(str, s))} not read until "
+                                     f"{'their' if len(s) > 1 else 'its'} pair is in" for m, s in unpaired.items())}
         if kw and kw["paired_seeds"] and len(a) >= 4:
             row.update(seed_sturdiness(kw["a_problems"], kw["b_problems"], sorted(a)))
     if isinstance(row.get("note"), str):  # tested alone: no correction to speak of

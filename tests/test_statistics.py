@@ -1,6 +1,6 @@
 """The statistics behind every comparison (effects with bootstrap intervals, the detectable effect, claim verdicts),
 the learning summary and the comparison tables, on hand-computed inputs."""
-import json
+import json, shutil
 import math
 
 import numpy as np
@@ -850,6 +850,27 @@ def test_the_replication_study_reads_its_seeds_one_start_holm_and_the_placebo(tm
     (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {}}))
     with pytest.raises(ValueError, match="record no starting weights"):
         primary_claim(plan, runs)
+
+
+def test_a_study_claim_read_part_way_pairs_the_seeds_both_sides_have(tmp_path):
+    plan = _study_plan(tmp_path)
+    runs, held = _study_runs(plan, tmp_path)
+    for rid, r in plan.runs.items():  # Placebo has seeds 0-1 in, DAPO 0-2: DAPO's seed 2 waits for its pair
+        if (r.method == "Placebo" and r.seed > 1) or (r.method == "DAPO" and r.seed > 2): shutil.rmtree(runs / rid)
+    t = primary_claim(plan, runs)
+    h0 = t.loc["H0"]
+    assert (h0["n_a"], h0["n_b"]) == (2, 2) and h0["registered seeds"] == "4 vs 4"
+    # Placebo 4 + 4 of 16, DAPO 4 + 4 of 16 on seeds 0-1: no difference (with DAPO's seed 2, 5 of 8, it had been one)
+    assert h0["effect"] == pytest.approx(0.0) and h0["evidence"].endswith("; DAPO's seed 2 not read until its pair is in")
+    assert h0["verdict"].startswith("interim, 2 vs 2 of the registered 4 vs 4 seeds: ")
+    # H1 (DAPO 0-2, DelTA 0-5): seeds 0-2 paired; DelTA's 3, 4, 5 wait
+    h1 = t.loc["H1"]
+    assert (h1["n_a"], h1["n_b"]) == (3, 3) and h1["effect"] == pytest.approx(100 * (13 - 10) / 24)
+    assert h1["evidence"].endswith("; DelTA's seeds 3, 4, 5 not read until their pair is in")
+    for rid, r in plan.runs.items():  # one seed in common: too few to read
+        if r.method == "Placebo" and r.seed == 1: shutil.rmtree(runs / rid)
+    h0 = primary_claim(plan, runs).loc["H0"]
+    assert h0["verdict"] == "runs missing" and h0["evidence"] == "1 vs 1 evaluated seeds both sides have"
 
 
 def test_a_claim_s_seeds_must_be_listed_for_both_sides(tmp_path):
