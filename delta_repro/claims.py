@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import (detectable_effect, difference_ci, estimate_text, holm, load_results, mean_ci,
+from .evaluation import (MIN_SEEDS_CI, detectable_effect, difference_ci, estimate_text, holm, load_results, mean_ci,
                                     paired_difference, significance, smallest_p)
 from .scores import (_eval_file, _problem_means, _problem_series, problem_matrix, report_benchmarks,
                                 log_history, method_runs, run_scores, seed_problems, seed_scores, warm_start_accuracy, warm_start_dir)
@@ -27,12 +27,12 @@ def gain_ci(after, warm, confidence: float = 0.95, n_resamples: int = 9999, seed
     `warm` (P,) on the same P problems, by `evaluation.paired_difference`: one problem draw for the warm start and
     every seed alike, and the seeds resampled, so the warm start's evaluation noise is inside the interval while the
     problems' difficulty, shared by both, cancels. Returns paired_difference's dict (effect = gain in points, low,
-    high, p_wilcoxon one-sided "greater"); below 3 seeds low and high are NaN (the seeds' spread cannot be
-    estimated from two). Raises `ValueError` as paired_difference."""
+    high, p_wilcoxon one-sided "greater"); below `MIN_SEEDS_CI` (4) seeds low and high are NaN (the seeds'
+    spread is not estimated from so few). Raises `ValueError` as paired_difference."""
     after, warm = np.atleast_2d(np.asarray(after, float)), np.asarray(warm, float)
     r = paired_difference(after, warm[None, :] if warm.ndim == 1 else warm, "greater",
                           confidence=confidence, n_resamples=n_resamples, seed=seed)
-    if after.shape[0] < 3: r.update(low=float("nan"), high=float("nan"))
+    if after.shape[0] < MIN_SEEDS_CI: r.update(low=float("nan"), high=float("nan"))
     return r
 
 def learning_summary(plan, runs_dir: str | Path, metric: str = "last", backbones: list | None = None,
@@ -41,11 +41,11 @@ def learning_summary(plan, runs_dir: str | Path, metric: str = "last", backbones
     (%, report benchmarks, i.e. the evaluation sets, not the selection set; the primary metric: the right answer in
     any form, `evaluation.answer_correct`, where the results have it) of the warm start with its 95 % bootstrap
     interval over problems, after RL (`metric` "last": the last policy, the primary reading; "selected": the selected
-    checkpoint; mean over seeds, 95 % bootstrap interval over seeds from 3 seeds up), and the gain after − warm start
+    checkpoint; mean over seeds, 95 % bootstrap interval over seeds from `MIN_SEEDS_CI` (4) seeds up), and the gain after − warm start
     with its paired interval (`gain_ci`: problems drawn jointly for the warm start and every seed, seeds resampled)
     and the per-problem Wilcoxon p as a second reading (`gain p (Wilcoxon)`); beside them the strict verifier's
     accuracy and gain and the share of unparseable answers, before and after RL,
-    `gain shown` (the gain with its interval, or with each seed's gain below 3 seeds: two values make no interval),
+    `gain shown` (the gain with its interval, or with each seed's gain below `MIN_SEEDS_CI` seeds: `mean_ci`),
     `seed values` (after RL, one per seed), `learns` ("yes" when the paired interval excludes 0 from above, "no"
     when it does not, "no interval (2 seeds)", "one seed", or "no warm start") and `below warm start`: the seeds
     whose accuracy fell below the warm start's interval (a collapsed or degraded run). `backbones`, `tasks`,
@@ -179,19 +179,20 @@ def credit_text(summary: pd.DataFrame) -> str:
     for m, r in logged.iterrows():
         s = f"{m} (n={int(r['seeds logged'])}): Â = 0 on {pct(r['Â = 0 share'])} of tokens"
         if np.isfinite(r["loss scale"]):
-            s += f", loss scale {r['loss scale']:.2f} (λ̄ {r['λ̄ min']:.2f}–{r['λ̄ max']:.2f}"
+            s += f", loss scale {r['loss scale']:.2f} (λ̄ from {r['λ̄ min']:.2f} to {r['λ̄ max']:.2f}"
             s += (f"; {100 * r['loss scale spread']:.1f} % spread across rollout batches)"
                   if np.isfinite(r["loss scale spread"]) else ")")
         if np.isfinite(r["selected Â = 0 share"]): s += f", {pct(r['selected Â = 0 share'])} of selected tokens with Â = 0"
         if np.isfinite(r["clipped"]): s += f", gradient clipped on {pct(r['clipped'])} of optimizer steps"
         parts.append(s)
-    return ("Credit diagnostics, mean over logged rollout batches and seeds: " + "; ".join(parts) + ". The loss scale "
+    return ("Credit diagnostics, mean over logged rollout batches and seeds (λ̄: a token's λ after DelTA's "
+            "self-normalisation, λ·N/Z, so its smallest and largest can leave λ's range): " + "; ".join(parts) + ". The loss scale "
             "(mean λ̄ over tokens with Â ≠ 0) is not a step size: AdamW divides a constant factor on the loss out; what "
             "a weighting can change is the weight of one rollout batch against another (the spread) and which steps "
             "gradient clipping touches.")
 
 # %% ../nbs/09b_claims.ipynb #a3947173
-def evidence_ranks(scores: dict, min_n: int = 3, differences: dict | None = None) -> dict[str, str]:
+def evidence_ranks(scores: dict, min_n: int = MIN_SEEDS_CI, differences: dict | None = None) -> dict[str, str]:
     """Ranks (1 = best) only as far as the evidence separates methods. `scores`: {method: scores (e.g. one per seed)}.
     Each method with at least `min_n` scores has a 95 % bootstrap interval of its mean (`mean_ci`); its best possible
     rank is 1 + the number of methods whose interval lies entirely above its own, and every method whose interval
@@ -248,8 +249,8 @@ def _judge(row: dict, alpha: float) -> dict:
     if untestable:
         notes.append(f"no outcome of {row['design']} reaches p < {alpha:g} after Holm's correction (smallest reachable "
                      f"adjusted p {row['p_reach']:.2f})")
-    if min(row["n_a"], row["n_b"]) < 3:
-        notes.append("a side with fewer than 3 scores: its part of the interval rests on those values (values_a, values_b)")
+    if min(row["n_a"], row["n_b"]) < MIN_SEEDS_CI:
+        notes.append(f"a side with fewer than {MIN_SEEDS_CI} scores: its part of the interval rests on those values (values_a, values_b)")
     return dict(verdict=verdict, note="; ".join(notes))
 
 def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.05, power: float = 0.8,
@@ -274,7 +275,7 @@ def claim(name: str, a_scores, b_scores, relation: str = ">", alpha: float = 0.0
     Returns claim, relation, verdict, effect (mean a − mean b) with its 95 % interval (ci_low, ci_high), interval,
     p (permutation Mann–Whitney over the scores), p_holm (= p here), p_problems, p_min (the design's smallest p),
     p_reach (the smallest adjusted p the design can reach: p_min here), detectable, mean_a, mean_b, values_a and
-    values_b (`estimate_text`: an interval from 3 scores, else the values), n_a, n_b, design and note. Raises
+    values_b (`estimate_text`: an interval from `MIN_SEEDS_CI` (4) scores, else the values), n_a, n_b, design and note. Raises
     `ValueError` for another relation, fewer than 2 scores per side, or problem arrays that do not match the scores."""
     if relation not in _TESTS: raise ValueError(f"relation must be '>', '>=' or '≈', got {relation!r}")
     alternative = _TESTS[relation][0]
@@ -414,12 +415,13 @@ def primary_claim(plan, runs_dir: str | Path) -> pd.DataFrame:
     spec = plan.raw.get("primary_claim")
     if not spec: return pd.DataFrame()
     specs = _claim_specs(spec)
-    rows = [_primary_row(plan, runs_dir, s, interim=False) for s in specs]
+    rows = [_primary_row(plan, runs_dir, s, interim=False, seed_differences=True) for s in specs]
+    seed_diffs = {r["claim"]: r.pop("_seed_differences", {}) for r in rows}  # {claim: {seed: a − b}}, for the placebo
     out = pd.DataFrame(rows).set_index("claim")
     for col in ("n_a", "n_b"):
         if col in out: out[col] = out[col].astype("Int64")
     out = _judge_families(out, specs)
-    out = _placebo_null(out, specs)
+    out = _placebo_null(out, specs, seed_diffs)
     for s_ in specs:
         for col, v in _interim_reading(out.loc[s_["claim"]].to_dict()).items(): out.loc[s_["claim"], col] = v
     return out
@@ -439,25 +441,31 @@ def _judge_families(out: pd.DataFrame, specs: list) -> pd.DataFrame:
         out.loc[names, "family"] = f"{study + ': ' if study else ''}{fam} (Holm)"
     return out
 
-def _placebo_null(out: pd.DataFrame, specs: list) -> pd.DataFrame:
+def _placebo_null(out: pd.DataFrame, specs: list, seed_diffs: dict) -> pd.DataFrame:
     """Where each claim of a study falls against the study's control (`role: control`, e.g. DAPO with a loss scale
-    AdamW cancels, against DAPO): `placebo null` gives the control's own effect and 95 % interval, the spread that
-    "no difference" shows after training, and whether the claim's effect lies inside it. Rows of studies without a
-    control, or read before the control is, get ""."""
+    AdamW cancels, against DAPO), as registered: against the control's spread of per-seed differences from DAPO
+    (`seed_diffs`: {claim: {seed: a − b}}), what "no difference" shows after training. A null difference has no
+    sign, so the spread is read in size: a claim's effect is "inside" when |effect| is at most the largest |per-seed
+    difference| of the control, whichever way each is taken. `placebo null` names that bound, the control's per-seed
+    range and its mean with its 95 % interval. Rows of studies without a control, or read before the control has 2
+    paired seeds, get ""."""
     out = out.copy()
     out["placebo null"] = ""
     for s in specs:
         if s.get("role") != "control": continue
-        c = out.loc[s["claim"]]
-        if not _finite_number(c.get("effect")): continue
-        lo, hi = float(c["ci_low"]), float(c["ci_high"])
+        c, d = out.loc[s["claim"]], np.asarray(list(seed_diffs.get(s["claim"], {}).values()), float)
+        if not _finite_number(c.get("effect")) or len(d) < 2: continue
+        bound = float(np.abs(d).max())
+        pm = lambda x: f"{float(x):+.2f}".replace("-", "−")  # a true minus sign, as on every page
+        null = (f"its largest per-seed difference in size ({pm(d.min())} to {pm(d.max())} over {len(d)} seeds; mean "
+                f"{pm(c['effect'])} [{pm(c['ci_low'])}, {pm(c['ci_high'])}])")
         for o in specs:
             if o.get("study") != s.get("study") or o["claim"] == s["claim"]: continue
             e = out.loc[o["claim"]].get("effect")
             if not _finite_number(e): continue
-            where = "inside" if lo <= float(e) <= hi else "outside"
-            out.loc[o["claim"], "placebo null"] = (f"{where} the placebo's {float(c['effect']):+.2f} [{lo:+.2f}, {hi:+.2f}]"
-                                                   ).replace("-", "−")  # a true minus sign, as on every page
+            inside = abs(float(e)) <= bound
+            out.loc[o["claim"], "placebo null"] = (f"{'inside' if inside else 'outside'} the placebo's null: "
+                                                   f"|{pm(e)}| {'≤' if inside else '>'} {bound:.2f}, {null}")
     return out
 
 def _finite_number(v) -> bool:
@@ -475,12 +483,18 @@ def _interim(row: dict) -> str:
 
 def _interim_tost(row: dict) -> str:
     """A row's equivalence reading as shown beside its verdict: none below 3 seeds a side (the interval then holds the
-    problems' spread but not the seeds', so "equivalent" would claim more than it can), and marked "interim: " while
-    the verdict is an interim one (`_interim`), since the registered reading is at the full design."""
+    problems' spread but not the seeds', so "equivalent" would claim more than it can), none while the verdict is "not
+    testable" (so few seeds that no outcome reaches the claim's alpha: a bootstrap over 3 seeds draws all three alike
+    with probability 1/27 > 2.5 %, so its interval spans about the seeds' range and is too narrow to read equivalence
+    from), and marked "interim: " while the verdict is an interim one (`_interim`), since the registered reading is at
+    the full design."""
     t = row.get("tost")
     if not isinstance(t, str) or not t or t.startswith(("interim", "not read")): return t
     if _finite_number(row.get("n_a")) and min(int(row["n_a"]), int(row["n_b"])) < 3:
         return f"not read with {int(row['n_a'])} vs {int(row['n_b'])} seeds (the seeds' spread is not in the interval)"
+    if "not testable" in str(row.get("verdict", "")):
+        return (f"not read with {int(row['n_a'])} vs {int(row['n_b'])} seeds (too few for the seed-level test, so too "
+                f"few for the interval to hold the seeds' spread)")
     return f"interim: {t}" if str(row.get("verdict", "")).startswith("interim") else t
 
 def _interim_reading(row: dict) -> dict:
@@ -528,7 +542,7 @@ def seed_sturdiness(a_problems, b_problems, seeds: list, confidence: float = 0.9
     return dict(ci_indep_low=ind["low"], ci_indep_high=ind["high"], loo_low=min(effects.values()),
                 loo_high=max(effects.values()), loo_excludes_0=f"{excl} of {len(seeds)}", loo_seed_max_shift=int(worst))
 
-def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
+def _primary_row(plan, runs_dir, spec: dict, interim: bool = True, seed_differences: bool = False) -> dict:
     art, rel, alpha = spec["artefact"], spec.get("relation", ">"), float(spec.get("alpha", 0.05))
     checkpoint = spec.get("checkpoint", "last")
     if checkpoint not in ("last", "selected"): raise ValueError(f"primary_claim.checkpoint must be 'last' or 'selected', got {checkpoint!r}")
@@ -577,6 +591,7 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True) -> dict:
                                      f"{'their' if len(s) > 1 else 'its'} pair is in" for m, s in unpaired.items())}
         if kw and kw["paired_seeds"] and len(a) >= 4:
             row.update(seed_sturdiness(kw["a_problems"], kw["b_problems"], sorted(a)))
+        if seed_differences: row["_seed_differences"] = {s: a[s] - b[s] for s in sorted(set(a) & set(b))}  # for the placebo
     if isinstance(row.get("note"), str):  # tested alone: no correction to speak of
         row["note"] = row["note"].replace(" after Holm's correction", "")
     # the design the claim was registered with: the artefact's runs of each side; read before all of them are in, a

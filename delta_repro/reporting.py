@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import difference_ci, estimate_text, paired_difference
+from .evaluation import MIN_SEEDS_CI, difference_ci, estimate_text, paired_difference
 
 from .scores import (  # re-exported: importable from delta_repro.reporting as before the split
     paper_results, PAPER_METHODS, method_summary, artefact_eval_paths, run_scores, METRICS,
@@ -80,7 +80,7 @@ def learning_curves(plan, artefact: str, runs_dir: str | Path) -> pd.DataFrame:
 def plot_dynamics(logs: pd.DataFrame, curves: pd.DataFrame, title: str = "", window: int = 8):
     """Fig. 2: the learning curve on the *selection set* (the set the checkpoint is chosen on, not the evaluation
     sets of the tables) and training reward, response length and entropy per optimizer step; per method the mean
-    over seeds with a 95 % band (mean ± 1.96 standard errors over seeds) from 3 seeds, below that each seed as a thin
+    over seeds with a 95 % band (mean ± 1.96 standard errors over seeds) from `MIN_SEEDS_CI` (4) seeds, below that each seed as a thin
     line (training signals first smoothed over `window` logged steps within each seed), the seed count in the
     legend. Returns the figure."""
     import matplotlib.pyplot as plt
@@ -99,7 +99,7 @@ def plot_dynamics(logs: pd.DataFrame, curves: pd.DataFrame, title: str = "", win
                 m, se, n = by.mean(), by.std(ddof=1).fillna(0) / np.sqrt(by.size()), g["seed"].nunique()
                 line, = ax.plot(m.index, m.values, label=f"{method} ({n} seed{'s' * (n > 1)})",
                                 marker="o" if df is curves else None, ms=3)
-                if n >= 3: ax.fill_between(m.index, (m - 1.96 * se).values, (m + 1.96 * se).values, alpha=0.2)
+                if n >= MIN_SEEDS_CI: ax.fill_between(m.index, (m - 1.96 * se).values, (m + 1.96 * se).values, alpha=0.2)
                 else:  # two values make no band: the seeds themselves, thin
                     for _, gs in g.groupby("seed"): ax.plot(gs["step"], gs[col], color=line.get_color(), lw=0.6, alpha=0.5)
         ax.set(xlabel="optimizer step", ylabel=label)
@@ -111,7 +111,7 @@ def plot_dynamics(logs: pd.DataFrame, curves: pd.DataFrame, title: str = "", win
 
 def plot_learning(summary: pd.DataFrame, title: str = ""):
     """Held-out accuracy on the evaluation sets of each backbone's warm start and of each method after RL (mean over
-    seeds with its 95 % interval from 3 seeds up; below that, each seed as a cross) from `learning_summary`: one
+    seeds with its 95 % interval from `MIN_SEEDS_CI` (4) seeds up; below that, each seed as a cross) from `learning_summary`: one
     panel per backbone and task, each on its own accuracy axis, so that a gain of a point or two shows beside a
     backbone whose accuracy lies elsewhere. Returns the figure."""
     import matplotlib.pyplot as plt
@@ -126,15 +126,15 @@ def plot_learning(summary: pd.DataFrame, title: str = ""):
             v = g[col].to_numpy(float)
             err = np.vstack([v - g[lo].to_numpy(float), g[hi].to_numpy(float) - v])
             ax.errorbar(v, y, xerr=np.where(np.isfinite(err), err, 0), fmt="o", color=color, label=name, capsize=3)
-        for yi, (_, r) in zip(y, g.iterrows()):  # below 3 seeds no interval: each seed as a cross
-            if r["seeds"] < 3:
+        for yi, (_, r) in zip(y, g.iterrows()):  # below MIN_SEEDS_CI seeds no interval: each seed as a cross
+            if r["seeds"] < MIN_SEEDS_CI:
                 vals = [float(v) for v in str(r.get("seed values", "")).split(", ") if v]
                 ax.plot(vals, [yi] * len(vals), "x", color="tab:blue", ms=6)
         ax.set_yticks(y, [f"{r.method} (n={r.seeds})" for r in g.itertuples()], fontsize=8)
         ax.set_title(f"{backbone} / {task}", fontsize=9, loc="left")
         ax.tick_params(axis="x", labelsize=8)
     axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # off the data
-    axes[-1, 0].set_xlabel("held-out accuracy (%) on the evaluation sets; 95 % interval from 3 seeds up, × = a seed")
+    axes[-1, 0].set_xlabel(f"held-out accuracy (%) on the evaluation sets; 95 % interval from {MIN_SEEDS_CI} seeds up, × = a seed")
     if title: fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
@@ -180,7 +180,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
     """One row per method of `artefact`: our held-out accuracy (evaluation sets) over all its evaluated seeds
     (`method_runs`; mean, sd, seeds, and `ours shown`: the mean with its 95 % interval, or the seeds' values below 3
     seeds) and per benchmark; our difference from the reference method (DAPO when the artefact has it, else DelTA)
-    with its 95 % interval paired by problem and seed (`_delta_interval`; only when both have 3 seeds or more: a
+    with its 95 % interval paired by problem and seed (`_delta_interval`; only when both have `MIN_SEEDS_CI` (4) seeds or more: a
     bootstrap over two values is no interval); the paper's Avg. and its difference from the same reference (the
     benchmarks differ, so differences are what can be compared, not levels); the paper's rank and ours (`evidence_ranks` on the differences
     paired by problem and seed, the intervals the Δ column and the verdicts read: a rank only where they separate
@@ -215,7 +215,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
                "seeds": len(s), "ours shown": estimate_text(s) if s else "—"}
         row.update({f"{b} (floor)" if b in floors else b: per_benchmark[m][b] if m in per_benchmark else np.nan
                     for b in bench})
-        d = _delta_interval(problems[m], problems[ref]) if m != ref and min(len(s), len(r)) >= 3 else (np.nan,) * 3
+        d = _delta_interval(problems[m], problems[ref]) if m != ref and min(len(s), len(r)) >= MIN_SEEDS_CI else (np.nan,) * 3
         row.update({f"ours Δ vs {ref}": (np.mean(s) - np.mean(r)) if s and r and m != ref else (0.0 if m == ref and s else np.nan),
                     "Δ low": d[1], "Δ high": d[2], "paper": paper.get(m, np.nan),
                     f"paper Δ vs {ref}": paper[m] - paper[ref] if m in paper and ref in paper else np.nan})
@@ -224,7 +224,7 @@ def compare_with_paper(plan, artefact: str, runs_dir: str | Path, paper_table: s
                        f"{len(low)} of {len(s)} seeds below the warm start ({', '.join(low)})" if low else "")
         rows.append(row)
     df = pd.DataFrame(rows).set_index("method")
-    ranked = [m for m in methods if len(scores[m]) >= 3]  # every pair of them: its interval paired by problem and seed
+    ranked = [m for m in methods if len(scores[m]) >= MIN_SEEDS_CI]  # every pair of them: its interval paired by problem and seed
     pairs = {(a, b): _delta_interval(problems[a], problems[b])[1:] for i, a in enumerate(ranked) for b in ranked[i + 1:]}
     ranks = evidence_ranks({m: list(v.values()) for m, v in scores.items()}, differences=pairs)
     df.insert(df.columns.get_loc("paper") + 2, "paper rank", df["paper"].rank(ascending=False, method="min").astype("Int64"))
@@ -253,6 +253,11 @@ def report_title(plan, artefact: str) -> str:
     if artefact.split("@")[0] not in REPORT_TABLES: raise ValueError(f"artefact: {artefact!r} is not one of {list(REPORT_TABLES)}")
     return str(plan.artefact(artefact).get("title") or REPORT_TABLES[artefact.split("@")[0]][3])
 
+def _either(xs: list) -> str:
+    "Counts in words: [8] -> '8', [2, 3] -> '2 or 3', [2, 3, 8] -> '2, 3 or 8'."
+    xs = [str(x) for x in xs]
+    return xs[0] if len(xs) == 1 else f"{', '.join(xs[:-1])} or {xs[-1]}"
+
 def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFrame, str]:
     """(table, caption) of a comparison artefact of `REPORT_TABLES`: `compare_with_paper` on its runs and a caption
     that names the table, the scale, the evaluation sets, the reference method, what can be compared, the rules
@@ -276,14 +281,21 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
     caption = (f"{title}, {plan.profile} profile ({spec['backbone']}, task {spec['task']}). Ours: held-out accuracy of each "
                f"{kept} on "
                f"the evaluation set{'s' * (len(bench) != 1)} (%, question-weighted avg@k over {', '.join(bench) or 'none'}; "
-               f"not the checkpoint-selection set), mean and sd over {'/'.join(map(str, seeds))} training seeds; "
+               f"not the checkpoint-selection set), mean and sd over {_either(seeds)} training seeds; "
                f"`ours shown` carries a 95 % bootstrap interval over seeds, and the difference from {ref} a 95 % interval "
-               f"paired by problem and seed (one draw of problems for every run of both), each only from 3 seeds on "
-               f"each side — below that the seeds' values are shown, as two values make no interval. Paper: "
+               f"paired by problem (one draw of problems for every run of both), and by seed where both have the same "
+               f"seeds (else each side's seeds are resampled on their own), each only from {MIN_SEEDS_CI} seeds on "
+               f"each side — below that the seeds' values are shown (the bootstrap of 3 values returns about their "
+               f"range, no 95 % interval). Paper: "
                f"{paper_backbone or 'its backbone'}, its own benchmarks, difference from {ref}. The benchmarks differ, "
                f"so compare differences, not levels. Our rank is given only where the 95 % interval of two methods' "
                f"difference, paired by problem and seed as the Δ column, excludes 0 (the means' intervals where no "
                f"pair exists); otherwise 'tied' with the ranks the intervals allow.")
+    specs = plan.raw.get("primary_claim") or []
+    if any(isinstance(s, dict) and s.get("artefact") == artefact and "seeds" in s
+           for s in (specs if isinstance(specs, list) else [specs])):
+        caption += (" The registered claims on this table read only the seeds both their sides have (seed s with seed "
+                    "s), so an effect there can differ from the Δ column.")
     if floors:
         caption += (f" At the floor (every method below {table.attrs['floor_pct']:g} %, so not a comparison; left out of "
                     "the average and the ranks): " + ", ".join(f"{b} (best {v:.2f} %)" for b, v in floors.items()) + ".")
@@ -343,7 +355,7 @@ def people_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def plot_comparison(table: pd.DataFrame, title: str = ""):
     """Two panels on one x-scale from a `compare_with_paper` table: our difference from the reference method per
-    method (evaluation sets) with its 95 % interval — or, below 3 seeds, each seed's difference from the reference's
+    method (evaluation sets) with its 95 % interval — or, below `MIN_SEEDS_CI` (4) seeds, each seed's difference from the reference's
     mean as a dot — and the paper's difference on its benchmarks. Each label carries our seed count. A method with
     seeds below the warm start is drawn in orange and labelled; a method without an evaluated run is labelled, never
     an unexplained empty bar. Returns the figure."""
@@ -364,10 +376,10 @@ def plot_comparison(table: pd.DataFrame, title: str = ""):
     axes[0].errorbar(d[has_ci], y[has_ci], xerr=err[:, has_ci], fmt="none", ecolor="k", capsize=3)
     seeds_x = []
     for yi, m, n in zip(y, table.index, table["seeds"].astype(int)):
-        if m != ref and 0 < n < 3 and m in scores:
+        if m != ref and 0 < n < MIN_SEEDS_CI and m in scores:
             xs = [v - ref_mean for v in scores[m].values()]
             axes[0].plot(xs, [yi] * len(xs), "o", color="k", ms=4,
-                         label=None if seeds_x else f"one seed's difference from {ref}'s mean (methods below 3 seeds)")
+                         label=None if seeds_x else f"one seed's difference from {ref}'s mean (methods below {MIN_SEEDS_CI} seeds)")
             seeds_x += xs
     for yi, f, txt in zip(y, flagged, table["flag"].astype(str)):
         if f: axes[0].annotate(txt, (0, yi), xytext=(4, 0), textcoords="offset points", va="center", fontsize=7)

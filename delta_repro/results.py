@@ -8,7 +8,7 @@ bands, and a conclusion written from those numbers."""
 __all__ = ['OVERVIEW_COLUMNS', 'CLASS_COLUMNS', 'claims_overview', 'method_gaps', 'plot_gaps', 'figure_layout', 'study_curves',
            'primary_study_curves', 'plot_study_curves', 'study_pairs', 'primary_study_pairs', 'study_report',
            'study_text', 'run_times', 'class_weight_summary', 'replication_report', 'plot_arm_differences',
-           'replication_text', 'conclusion']
+           'replication_text', 'arm_seed_table', 'conclusion']
 
 # %% ../nbs/09d_results.ipynb #f9c1826b
 import json
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import completion_agreement, load_results, mean_ci
+from .evaluation import MIN_SEEDS_CI, completion_agreement, load_results, mean_ci
 from .claims import _claim_specs, _finite_number
 from .reporting import REPORT_TABLES, _delta_interval, fmt_estimate, fmt_points, paper_averages
 from .scores import learning_curve, log_history, method_runs, report_benchmarks, seed_problems
@@ -94,7 +94,7 @@ def method_gaps(plan, runs_dir: str | Path, a: str = "DelTA", b: str = "DAPO", m
             continue
         sa, sb = ({s: float(v.mean()) for s, v in p.items()} for p in (pa, pb))
         effect = np.mean(list(sa.values())) - np.mean(list(sb.values()))
-        low, high = _delta_interval(pa, pb)[1:] if min(len(sa), len(sb)) >= 3 else (np.nan, np.nan)  # as the tables
+        low, high = _delta_interval(pa, pb)[1:] if min(len(sa), len(sb)) >= MIN_SEEDS_CI else (np.nan, np.nan)  # as the tables
         vals, paper_bb = paper_averages(paper_table, paper_backbone)
         rows.append(dict(artefact=art, title=spec.get("title") or title, backbone=spec["backbone"], n_a=len(sa),
                          n_b=len(sb), effect=effect, low=low, high=high,
@@ -131,7 +131,7 @@ def plot_gaps(gaps: pd.DataFrame, title: str | None = None):
         else:
             diffs = [float(x.replace("−", "-")) for x in r["seed differences"].split(", ") if x]
             ax.plot(diffs, [y] * len(diffs), ".", color="C0", alpha=0.6, label="ours: one seed")
-            ax.plot(r["effect"], y, "o", color="C0", mfc="white", label="ours: mean (under 3 seeds, no CI)")
+            ax.plot(r["effect"], y, "o", color="C0", mfc="white", label=f"ours: mean (under {MIN_SEEDS_CI} seeds, no CI)")
         if _finite(r["paper"]): ax.plot(r["paper"], y, "D", color="C3", label="paper (its backbone in the label)")
     ax.axvline(0, color="0.6", lw=0.8)
     ax.set_yticks(ys, [_gap_label(r) for _, r in gaps.iterrows()], fontsize=8)
@@ -181,7 +181,7 @@ def figure_layout(fig) -> dict:
 def study_curves(plan, runs_dir: str | Path, artefact: str, methods=("DAPO", "DelTA")) -> pd.DataFrame:
     """Per method and step, the mean selection-set accuracy (%) over the finished runs of `methods` on the backbone,
     task and steps of `artefact` (`scores.method_runs`), with its 95 % bootstrap band over seeds (low, high: NaN
-    below 3 seeds) and the number of seeds: columns method, step, mean, low, high, seeds. Steps some seeds lack are
+    below `MIN_SEEDS_CI` (4) seeds) and the number of seeds: columns method, step, mean, low, high, seeds. Steps some seeds lack are
     averaged over the seeds that have them. Empty when no run has finished. Raises `ValueError` for an artefact not in
     the plan or a method it does not list."""
     if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
@@ -430,8 +430,8 @@ def replication_report(plan, runs_dir: str | Path, artefact: str, claims: pd.Dat
 # %% ../nbs/09d_results.ipynb #40f01403
 def plot_arm_differences(report: dict):
     """Each arm's difference from the reference (DAPO), seed by seed (dots) with the mean over seeds (a bar), one row
-    per arm, and the placebo's seed differences as a grey band (its range): what "no difference" looks like after
-    training. Returns the Figure. Raises `ValueError` when no arm has a seed evaluated beside the reference."""
+    per arm, and the placebo's seed differences as a grey band, ± the largest of them in size (a null difference has
+    no sign): what "no difference" looks like after training, as the claims read it. Returns the Figure. Raises `ValueError` when no arm has a seed evaluated beside the reference."""
     import matplotlib.pyplot as plt
     ref = report["reference"]
     pairs = {m: p for m, p in report["pairs"].items() if len(p)}
@@ -440,7 +440,8 @@ def plot_arm_differences(report: dict):
     ys = np.arange(len(pairs))[::-1]
     placebo = next((p[f"{m} − {ref}"] for m, p in pairs.items() if m.lower().startswith("placebo")), None)
     if placebo is not None and len(placebo) > 1:
-        ax.axvspan(placebo.min(), placebo.max(), color="0.85", zorder=0, label="placebo's seed range")
+        b = float(placebo.abs().max())
+        ax.axvspan(-b, b, color="0.85", zorder=0, label="placebo null (±)")
     for y, (m, p) in zip(ys, pairs.items()):
         d = p[f"{m} − {ref}"]
         ax.plot(d, [y] * len(d), "o", color="C0", alpha=0.55, ms=5, label="one seed")
@@ -458,11 +459,13 @@ def plot_arm_differences(report: dict):
 def _claim_line(r) -> str:
     "One hypothesis in words: verdict, effect with its paired interval, p, detectable effect, TOST, sturdiness, placebo."
     if r["verdict"] == "runs missing": return f"- **{r.name}**: runs missing ({r.get('evidence', '')})."
+    sided = "two-sided: a test of a difference; equivalence is read by TOST" if r["relation"] == "≈" else "one-sided"
+    det = (f"detectable {fmt_points(r['detectable'], 2, sign=False)} points" if _finite(r.get("detectable"))
+           else f"no effect detectable with {r['design']}")
     s = (f"- **{r.name}** ({r['method_a']} − {r['method_b']}, {r['design']}): {r['verdict']}. "
          f"{fmt_estimate(r['effect'], r['ci_low'], r['ci_high'], 2)} points (95 % CI, {r['interval']}), "
-         f"p = {float(r['p_holm'] if _finite(r.get('p_holm')) else r['p']):.3f}"
-         + (" (Holm)" if "Holm" in str(r.get("family", "")) else "")
-         + f", detectable {fmt_points(r['detectable'], 2, sign=False)}; {r['tost']}")
+         f"p = {float(r['p_holm'] if _finite(r.get('p_holm')) else r['p']):.3f} (Mann-Whitney over the seeds' means, "
+         + sided + ("; Holm" if "Holm" in str(r.get("family", "")) else "") + f"), {det}; {r['tost']}")
     if _finite(r.get("ci_indep_low")):
         s += (f"; seeds resampled independently {fmt_estimate(r['effect'], r['ci_indep_low'], r['ci_indep_high'], 2)}, "
               f"leaving one seed pair out {fmt_points(r['loo_low'], 2)} to {fmt_points(r['loo_high'], 2)}")
@@ -493,9 +496,14 @@ def replication_text(report: dict) -> str:
     lines.append("\n".join(_claim_line(r) for _, r in c.iterrows()))
     cls = report["classes"]
     logged = cls[cls["seeds logged"] > 0] if len(cls) else cls
+    interim = any(str(v).startswith("interim") for v in c["verdict"])
     if len(logged):
-        lines.append("Weight on the tokens the answer key calls decisive against the shared ones (decisive / shared; "
-                     "the premise asks for more than 1 on both sides): " + "; ".join(
+        lines.append(("Interim, read as the hypotheses are: w" if interim else "W") +
+                     "eight on the tokens the answer key calls decisive against the shared ones (mean λ̄ on decisive "
+                     "tokens / mean λ̄ on shared ones, over the seeds whose runs logged token classes; the premise asks "
+                     "for more than 1 on both sides; an arm that weights every token alike, DAPO and the placebo, reads "
+                     "1.00, and the oracle the ratio its design sets, by construction: checks of the logging, not "
+                     "findings): " + "; ".join(
                          f"{m} {r['decisive / shared, correct']:.2f} in correct and {r['decisive / shared, wrong']:.2f} in "
                          f"wrong completions ({int(r['seeds logged'])} seed{'s' * (int(r['seeds logged']) != 1)})"
                          for m, r in logged.iterrows()) + ".")
@@ -535,6 +543,21 @@ def replication_text(report: dict) -> str:
     lines.append(f"**{'Why DelTA helps here' if helps else 'Why DelTA does not help here'}.** " + " ".join(why))
     return "\n\n".join(lines)
 
+# %% ../nbs/09d_results.ipynb #f12e076d
+def arm_seed_table(report: dict) -> pd.DataFrame:
+    """Each arm beside the reference (DAPO), seed by seed, from `replication_report`'s `pairs`: one row per (arm, seed)
+    with the difference `arm − reference` (points, held-out, last policy), `identical` (% of held-out completions
+    written alike: same problem, sample and sampling seed) and `same correctness` (% whose right-answer reading
+    agrees). The placebo's rows are what "nothing differs" gives after training. Empty when no arm has a seed beside
+    the reference. Raises `ValueError` for a report without `pairs` and `reference`."""
+    if not report or "pairs" not in report or "reference" not in report:
+        raise ValueError("report: needs `pairs` and `reference` (replication_report)")
+    ref, cols = report["reference"], ["identical", "same correctness"]
+    parts = {m: p[[f"{m} − {ref}"] + cols].set_axis([f"arm − {ref}"] + cols, axis=1)
+             for m, p in report["pairs"].items() if len(p)}
+    if not parts: return pd.DataFrame(columns=[f"arm − {ref}"] + cols)
+    return pd.concat(parts, names=["arm", "seed"])
+
 # %% ../nbs/09d_results.ipynb #8480ad8a
 def conclusion(overview: pd.DataFrame, gaps: pd.DataFrame) -> str:
     """A short Markdown summary from `claims_overview` and `method_gaps`: a bullet per study (verdict, effect with its
@@ -560,7 +583,7 @@ def conclusion(overview: pd.DataFrame, gaps: pd.DataFrame) -> str:
         s = (f"Across {len(gaps)} comparisons, our {gaps.attrs.get('a', 'DelTA')} − {gaps.attrs.get('b', 'DAPO')} "
              f"runs from {fmt_points(gaps['effect'].min(), 2)} to {fmt_points(gaps['effect'].max(), 2)} points")
         s += (f"; {len(with_ci)} have an interval, and {zero} of those contain 0" if len(with_ci) else "; none has "
-              "an interval (fewer than 3 seeds a side)")
+              f"an interval (fewer than {MIN_SEEDS_CI} seeds a side)")
         if len(paper): s += (f". The paper's differences on its own benchmarks run from {fmt_points(paper.min())} to "
                              f"{fmt_points(paper.max())} points.")
         lines.append("\n" + s)

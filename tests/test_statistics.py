@@ -103,9 +103,11 @@ def test_mean_ci_edge_cases_and_errors():
     assert mean_ci([2.0, 4.0, 6.0])[0] == 4.0
     m, lo, hi = mean_ci([2.0, 4.0, 6.0, 8.0])
     assert 2.0 <= lo < m < hi <= 8.0  # a percentile interval of the mean lies within the data's range
-    assert mean_ci([5.0, 5.0, 5.0]) == (5.0, 5.0, 5.0)  # no spread: a zero-width interval, never NaN
+    assert mean_ci([5.0, 5.0, 5.0, 5.0]) == (5.0, 5.0, 5.0)  # no spread: a zero-width interval, never NaN
     m, lo, hi = mean_ci([5.0, 5.0])  # two scores: no interval (a bootstrap of two values is their range)
     assert m == 5.0 and math.isnan(lo) and math.isnan(hi)
+    # three: none either; the percentile bootstrap's "95 %" interval of three values is their range exactly
+    assert math.isnan(mean_ci([2.0, 4.0, 6.0])[1]) and mean_ci([2.0, 4.0, 6.0], min_n=3) == (4.0, 2.0, 6.0)
     assert mean_ci([5.0, 7.0], min_n=2) == (6.0, 5.0, 7.0)  # what the bootstrap would have said: the range
     assert math.isnan(mean_ci([3.0])[1])  # one score has no interval (shown as "—" in tables)
     with pytest.raises(ValueError, match="min_n"):
@@ -221,7 +223,9 @@ def test_ranks_only_where_intervals_separate():
     r = evidence_ranks({"A": [10.0, 11, 12, 11], "B": [5.0, 6, 7, 6], "D": [1.0, 2.0], "E": []})
     assert r["A"] == "tied (1–2)" and r["B"] == "tied (2–3)"  # D has no interval: it could sit anywhere
     assert r["D"] == "not ranked (2 seeds)" and r["E"] == "—"
-    assert evidence_ranks({"A": [1.0, 1, 1], "B": [1.0, 1, 1]}) == {"A": "tied (1–2)", "B": "tied (1–2)"}
+    assert evidence_ranks({"A": [1.0, 1, 1, 1], "B": [1.0, 1, 1, 1]}) == {"A": "tied (1–2)", "B": "tied (1–2)"}
+    # three seeds a side make no interval (the bootstrap's is their range), so no rank either
+    assert evidence_ranks({"A": [10.0, 11, 12], "B": [5.0, 6, 7]}) == {"A": "not ranked (3 seeds)", "B": "not ranked (3 seeds)"}
 
 
 def test_curve_auc_hand_computed():
@@ -327,12 +331,14 @@ def test_primary_claims_one_per_study_each_with_its_equivalence_margin(tmp_path)
     c = primary_claim(plan, runs)
     assert list(c.index) == ["DelTA > DAPO", "DelTA > DAPO (second study)"] and set(c["family"]) == {"primary"}
     assert c.loc["DelTA > DAPO", "effect"] == pytest.approx(50.0)  # 50 points apart (see the test above)
-    assert c.loc["DelTA > DAPO", "tost"] == "not shown equivalent within ±1"
+    # 3 vs 3 seeds reach no p below 0.05: no equivalence is read (the bootstrap over 3 seeds is too narrow for it)
+    assert c.loc["DelTA > DAPO", "tost"] == c.loc["DelTA > DAPO (second study)", "tost"] == (
+        "not read with 3 vs 3 seeds (too few for the seed-level test, so too few for the interval to hold the seeds' spread)")
     assert c.loc["DelTA > DAPO", "margin_note"] == "chosen after the fact"
     assert c.loc["DelTA > DAPO (second study)", "registered"] == "2026-12-04"
     r = c.loc["DelTA > DAPO (second study)"]
     assert r["ci90_low"] <= 50 <= r["ci90_high"] and r["equivalence_bound"] >= 50
-    assert r["tost"] == ("equivalent within ±60" if r["equivalence_bound"] < 60 else "not shown equivalent within ±60")
+    assert r["equivalence_margin"] == 60
     plan.raw["primary_claim"] = [one, dict(one)]
     with pytest.raises(ValueError, match="share a name"):
         primary_claim(plan, runs)
@@ -375,37 +381,35 @@ def test_seed_scores_claims_and_learning_summary_hand_computed(tmp_path):
     s = learning_summary(plan, runs, "selected").loc[("tiny-qwen3", "math")]
     assert s.loc["DelTA", "checkpoint"] == "selected"
     assert s.loc["DelTA", "warm start"] == pytest.approx(25.0) and s.loc["DelTA", "after RL"] == pytest.approx(87.5)
-    assert s.loc["DelTA", "gain"] == pytest.approx(62.5) and s.loc["DelTA", "learns"] == "yes"
-    assert s.loc["DelTA", "gain low"] > 0 and s.loc["DelTA", "seeds"] == 3
+    # 3 seeds: no interval of the gain (the bootstrap's would be about the seeds' range), so no "learns" reading
+    assert s.loc["DelTA", "gain"] == pytest.approx(62.5) and s.loc["DelTA", "learns"] == "no interval (3 seeds)"
+    assert np.isnan(s.loc["DelTA", "gain low"]) and s.loc["DelTA", "seeds"] == 3
+    assert s.loc["DelTA", "gain shown"] == "62.5 (seeds: 50.0, 62.5, 75.0)"
     # Bottom-50% ends at 0, 0 and 12.5 % against a 25 % warm start: a negative gain
-    assert s.loc["Bottom-50%", "learns"] == "no"
+    assert s.loc["Bottom-50%", "gain"] < 0
 
     t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
     assert t.loc["DelTA", "ours"] == pytest.approx(87.5) and t.loc["DelTA", "ours Δ vs DAPO"] == pytest.approx(50.0)
     assert t.loc["DAPO", "ours Δ vs DAPO"] == 0 and t.loc["SAPO", "sd"] == 0
-    assert t.loc["DelTA", "Δ low"] <= 50 <= t.loc["DelTA", "Δ high"]
+    assert np.isnan(t.loc["DelTA", "Δ low"]) and np.isnan(t.loc["DelTA", "Δ high"])  # 3 seeds a side: no interval
     assert t.loc["DelTA", "paper Δ vs DAPO"] == pytest.approx(t.loc["DelTA", "paper"] - t.loc["DAPO", "paper"])
-    # ranks read the intervals paired by problem and seed (as the Δ column and the claims): DelTA lies above DAPO; but
-    # DelTA and SAPO differ on two of the 4 problems only, and a draw of the other two (1/16 > 2.5 %) makes the
-    # difference 0, so they are not separated (their seed means, 75-100 % against 50 %, would have been); SAPO
-    # separates from neither
-    assert list(t["our rank"]) == ["tied (2–3)", "tied (1–3)", "tied (1–2)"] and "diff" not in t.columns  # no "ours − paper"
+    assert set(t["our rank"]) == {"not ranked (3 seeds)"} and "diff" not in t.columns  # no "ours − paper"
 
 
 def test_the_tables_difference_is_paired_by_problem_and_seed(tmp_path):
-    # DAPO gets 2, 4 and 6 of 8 right on seeds 0-2, DelTA one more on each seed: the seeds move both methods alike,
+    # DAPO gets 1, 3, 5 and 7 of 8 right on seeds 0-3, DelTA one more on each seed: the seeds move both methods alike,
     # so an interval over the seeds' means alone (difference_ci) spans 0; paired by seed and problem it does not
-    plan = _plan(tmp_path)
+    plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
     for rid, r in plan.runs.items():
-        _run(runs, rid, r.method, r.seed, {"DelTA": 3}.get(r.method, 2) + 2 * r.seed)
+        _run(runs, rid, r.method, r.seed, {"DelTA": 2}.get(r.method, 1) + 2 * r.seed)
     t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
     assert t.loc["DelTA", "ours Δ vs DAPO"] == pytest.approx(12.5)
     pair = paired_inputs(plan, runs, "selected", ("table1_main", "DelTA"), ("table1_main", "DAPO"), ["held"])
-    assert pair["paired_seeds"] and pair["a_problems"].shape == (3, 4)
+    assert pair["paired_seeds"] and pair["a_problems"].shape == (4, 4)
     r = paired_difference(pair["a_problems"], pair["b_problems"], "two-sided", paired_seeds=True)
     assert (t.loc["DelTA", "Δ low"], t.loc["DelTA", "Δ high"]) == pytest.approx((r["low"], r["high"]))
-    _, lo, hi = difference_ci([37.5, 62.5, 87.5], [25.0, 50.0, 75.0])
+    _, lo, hi = difference_ci([25.0, 50.0, 75.0, 100.0], [12.5, 37.5, 62.5, 87.5])
     assert lo < 0 <= t.loc["DelTA", "Δ low"] and t.loc["DelTA", "Δ high"] - t.loc["DelTA", "Δ low"] < hi - lo
     assert t.loc["SAPO", "ours Δ vs DAPO"] == 0 and t.loc["SAPO", "Δ low"] == t.loc["SAPO", "Δ high"] == 0  # identical runs
     # the ranks read the same paired intervals as the Δ column: here its low end touches 0, so DelTA is not ranked above
@@ -422,12 +426,13 @@ def test_the_tables_difference_is_paired_by_problem_and_seed(tmp_path):
 
 
 def test_the_tables_ranks_read_the_paired_interval_not_the_means_intervals(tmp_path):
-    # DelTA gets four more of 8 right than DAPO on every seed (DAPO 0, 2, 4): over the seeds' means the two touch
-    # (0-50 % against 50-100 %), paired by problem and seed they separate, as the Δ column and a verdict read them
-    plan = _plan(tmp_path)
+    # DelTA gets four more of 8 right than DAPO on every seed (DAPO 0, 0, 4, 4): over the seeds' means the two touch
+    # (0-50 % against 50-100 %), paired by problem and seed they separate (a resample with no difference draws seeds
+    # of one half and problems of the other: 2 / 2^8 < 2.5 %), as the Δ column and a verdict read them
+    plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
     for rid, r in plan.runs.items():
-        _run(runs, rid, r.method, r.seed, {"DelTA": 4}.get(r.method, 0) + 2 * r.seed)
+        _run(runs, rid, r.method, r.seed, {"DelTA": 4}.get(r.method, 0) + 4 * (r.seed // 2))
     t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
     assert t.loc["DelTA", "Δ low"] > 0
     assert evidence_ranks({m: list(v.values()) for m, v in t.attrs["scores"].items()})["DelTA"].startswith("tied")
@@ -502,7 +507,7 @@ def _floor_plan(tmp_path):
     raw["tasks"]["math"]["select"] = "dev"
     raw["tasks"]["math"]["eval"] = {"dev": held, "held": held, "hard": held}
     raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO", "DelTA"],
-                                        "seeds": [0, 1, 2]}}
+                                        "seeds": [0, 1, 2, 3]}}
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
     return load_plan(tmp_path / "plan.yaml")
 
@@ -522,8 +527,8 @@ def test_a_benchmark_below_one_percent_for_every_method_is_a_floor(tmp_path):
         _eval(runs, rid, r.method, r.seed, {"dev": 1, "held": (5 if r.method == "DelTA" else 1) + r.seed, "hard": 0})
     t = compare_with_paper(plan, "table1_main", runs, "table1_main", "Qwen3-8B-Base")
     assert t.attrs["floors"] == {"hard": 0.0} and "hard (floor)" in t.columns and "hard" not in t.columns
-    # the average is over 'held' only: with 'hard' in it DelTA would be at (75 + 0) / 2 = 37.5 %
-    assert t.loc["DelTA", "ours"] == pytest.approx(100 * 6 / 8) and t.loc["DAPO", "ours"] == pytest.approx(100 * 2 / 8)
+    # the average is over 'held' only: with 'hard' in it DelTA would be at (81.25 + 0) / 2 = 40.6 %
+    assert t.loc["DelTA", "ours"] == pytest.approx(100 * 6.5 / 8) and t.loc["DAPO", "ours"] == pytest.approx(100 * 2.5 / 8)
     assert t.loc["DelTA", "our rank"] == "1" and t.loc["DAPO", "our rank"] == "2"  # separated intervals: ranked
     caption = table_report(plan, "table1_main", runs)[1]
     assert "At the floor" in caption and "hard (best 0.00 %)" in caption and "avg@k over held;" in caption
@@ -537,11 +542,11 @@ def test_a_benchmark_below_one_percent_for_every_method_is_a_floor(tmp_path):
 def test_gain_ci_is_paired_by_problem_and_puts_the_seeds_inside():
     from delta_repro.reporting import gain_ci
     warm = np.linspace(0.0, 100.0, 40)                    # problems of every difficulty
-    after = np.stack([warm + d for d in (4.0, 5.0, 6.0)])  # RL adds 4-6 points on every problem, by seed
+    after = np.stack([warm + d for d in (4.0, 5.0, 5.0, 6.0)])  # RL adds 4-6 points on every problem, by seed
     g = gain_ci(after, warm)
     assert g["effect"] == pytest.approx(5.0) and 4.0 <= g["low"] < 5.0 < g["high"] <= 6.0  # only the seeds vary
     assert g["p_wilcoxon"] < 1e-6
-    assert np.isnan(gain_ci(after[:2], warm)["low"])      # two seeds: no interval
+    assert np.isnan(gain_ci(after[:2], warm)["low"]) and np.isnan(gain_ci(after[:3], warm)["low"])  # 2 or 3: none
     with pytest.raises(ValueError, match="same problems"):
         gain_ci(after, warm[:10])
 
@@ -551,7 +556,7 @@ def test_learning_summary_leads_with_the_right_answer_in_any_form(tmp_path):
     from delta_repro.reporting import learning_summary, warm_start_dir
     from pathlib import Path
     raw = yaml.safe_load((Path(__file__).parents[1] / "configs" / "smoke.yaml").read_text())
-    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO"], "seeds": [0, 1, 2]}}
+    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO"], "seeds": [0, 1, 2, 3]}}
     raw["tasks"]["math"]["eval"].pop("CHAMP")  # the one reported set: basic_arithmetic
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(raw, allow_unicode=True))
     plan = load_plan(tmp_path / "plan.yaml")
@@ -589,26 +594,26 @@ def test_a_tables_caption_gives_the_gain_of_the_checkpoint_the_table_shows(tmp_p
 
 
 def test_results_page_gaps_and_curves_hand_computed(tmp_path):
-    # DelTA gets 6, 7, 8 of 8 right at the last policy on seeds 0-2 and DAPO 2, 3, 4 (each seed +50 points); at the
-    # selected checkpoint both 4 of 8: the page reads the checkpoint it is asked for, for every comparison alike
+    # DelTA gets 6, 7, 8, 7 of 8 right at the last policy on seeds 0-3 and DAPO 2, 3, 4, 3 (each seed +50 points); at
+    # the selected checkpoint both 4 of 8: the page reads the checkpoint it is asked for, for every comparison alike
     from delta_repro.results import claims_overview, conclusion, method_gaps, primary_study_curves, study_curves
-    plan = _plan(tmp_path)
+    plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
-    last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4], "SAPO": [4, 4, 4], "Bottom-50%": [0, 0, 0]}
+    last = {"DelTA": [6, 7, 8, 7], "DAPO": [2, 3, 4, 3], "SAPO": [4, 4, 4, 4], "Bottom-50%": [0, 0, 0, 0]}
     for rid, r in plan.runs.items():
         _run(runs, rid, r.method, r.seed, 4, dev=8, last=last[r.method][r.seed],
              curve=((0, 10.0), (10, 10.0 + 10 * r.seed + (5 if r.method == "DelTA" else 0))))
     g = method_gaps(plan, runs)
     assert list(g.index) == ["table1_main"]  # the only comparison table (appK is not one) listing both methods
     r = g.loc["table1_main"]
-    assert r["effect"] == pytest.approx(50.0) and r["low"] <= 50 <= r["high"] and (r["n_a"], r["n_b"]) == (3, 3)
-    assert r["seed differences"] == "+50.00, +50.00, +50.00" and r["paper"] == pytest.approx(28.4 - 22.95)
+    assert r["effect"] == pytest.approx(50.0) and r["low"] <= 50 <= r["high"] and (r["n_a"], r["n_b"]) == (4, 4)
+    assert r["seed differences"] == "+50.00, +50.00, +50.00, +50.00" and r["paper"] == pytest.approx(28.4 - 22.95)
     assert method_gaps(plan, runs, metric="selected").loc["table1_main", "effect"] == 0.0
     with pytest.raises(ValueError, match="metric"):
         method_gaps(plan, runs, metric="auc")
     c = study_curves(plan, runs, "appK_significance").set_index(["method", "step"])
-    assert c.loc[("DelTA", 10), "mean"] == pytest.approx(25.0) and c.loc[("DAPO", 10), "mean"] == pytest.approx(20.0)
-    assert c.loc[("DAPO", 10), "seeds"] == 3 and c.loc[("DAPO", 0), "low"] == c.loc[("DAPO", 0), "high"] == 10.0
+    assert c.loc[("DelTA", 10), "mean"] == pytest.approx(30.0) and c.loc[("DAPO", 10), "mean"] == pytest.approx(25.0)
+    assert c.loc[("DAPO", 10), "seeds"] == 4 and c.loc[("DAPO", 0), "low"] == c.loc[("DAPO", 0), "high"] == 10.0
     with pytest.raises(ValueError, match="artefact"):
         study_curves(plan, runs, "table99")
     assert primary_study_curves(plan, runs) == {}  # the plan registers no primary claim yet
@@ -618,7 +623,7 @@ def test_results_page_gaps_and_curves_hand_computed(tmp_path):
     assert title == "DelTA > DAPO: tiny-qwen3, 2 steps"  # the smoke plan's steps
     assert curves.equals(study_curves(plan, runs, "appK_significance", ("DAPO", "DelTA")))
     ov = claims_overview(primary_claim(plan, runs).reset_index())
-    assert ov.loc["DelTA > DAPO", "effect [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.050"
+    assert ov.loc["DelTA > DAPO", "effect [95 % CI]"].startswith("+50.00 [") and ov.loc["DelTA > DAPO", "p"] == "0.014"  # 1/70
     text = conclusion(ov, g)
     assert "**DelTA > DAPO**" in text and "not shown equivalent within ±5" in text and "1 of those contain 0" not in text
 
@@ -727,7 +732,7 @@ def test_the_registered_seed_rule_reads_the_spread_only_and_adds_its_seeds(tmp_p
 
 def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
     from delta_repro.results import study_report, study_text
-    plan = _plan(tmp_path, seeds=(0, 1, 2))
+    plan = _plan(tmp_path, seeds=(0, 1, 2, 3))
     runs = tmp_path / "runs"
     plan.raw["primary_claim"] = dict(claim="DelTA > DAPO", artefact="appK_significance", a="DelTA", b="DAPO", relation=">",
                                      checkpoint="last", benchmarks=["held"], alpha=0.05, registered="2026-12-04",
@@ -737,7 +742,7 @@ def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
         study_report(plan, runs, "table99")
     with pytest.raises(ValueError, match="study"):
         study_text({})
-    last = {"DelTA": [6, 7, 8], "DAPO": [2, 3, 4]}  # of 8 correct, per seed
+    last = {"DelTA": [6, 7, 8, 7], "DAPO": [2, 3, 4, 3]}  # of 8 correct, per seed
     for rid, r in plan.runs.items():
         if r.method in last:
             _run(runs, rid, r.method, r.seed, 4, last=last[r.method][r.seed])
@@ -747,18 +752,18 @@ def test_a_study_report_reads_every_number_from_the_runs(tmp_path):
     st = study_report(plan, runs, "appK_significance")
     assert set(st) == {"spec", "row", "pairs", "curves", "learning", "hours", "runs"}
     assert st["spec"]["claim"] == "DelTA > DAPO" and st["row"]["effect"] == pytest.approx(50.0)  # 87.5 - 37.5
-    assert list(st["pairs"].index) == [0, 1, 2] and set(st["curves"]["method"]) == {"DelTA", "DAPO"}
+    assert list(st["pairs"].index) == [0, 1, 2, 3] and set(st["curves"]["method"]) == {"DelTA", "DAPO"}
     assert sorted(st["learning"].index.get_level_values("method")) == ["DAPO", "DelTA"]
-    # each of the 6 runs of the two methods logged 2 x 1800 s of steps; the other methods' runs are not the study's
-    assert st["runs"] == 6 and st["hours"] == pytest.approx(6.0)
+    # each of the 8 runs of the two methods logged 2 x 1800 s of steps; the other methods' runs are not the study's
+    assert st["runs"] == 8 and st["hours"] == pytest.approx(8.0)
     text = study_text(st)
-    assert text.startswith("**DelTA > DAPO**, registered 2026-12-04: ") and "+50.00 [" in text and "over 3 vs 3 seeds" in text
+    assert text.startswith("**DelTA > DAPO**, registered 2026-12-04: ") and "+50.00 [" in text and "over 4 vs 4 seeds" in text
     assert "DelTA +62.5 [" in text and "DAPO +12.5 [" in text and "(25.00 %)" in text  # gains over the warm start
     assert ("loss scale (mean λ̄ over tokens with Â ≠ 0) is 1.10 to 1.10 (DAPO's 1.00 to 1.00), a factor AdamW divides "
             "out, not a larger step") in text and "larger steps" not in text and "Interrupted" not in text
-    assert "Training took 6.0 hours summed over its 6 finished runs" in text
-    # seeds' accuracies 75, 87.5, 100 and 25, 37.5, 50: SD 12.5 each (ddof 1), pooled 12.5
-    assert "SD of the held-out accuracy: DelTA 12.50, DAPO 12.50 points (pooled 12.50, over the 3 seeds both have)" in text
+    assert "Training took 8.0 hours summed over its 8 finished runs" in text
+    # seeds' accuracies 75, 87.5, 100, 87.5 and 25, 37.5, 50, 37.5: SD sqrt(2 x 12.5² / 3) = 10.21 each (ddof 1)
+    assert "SD of the held-out accuracy: DelTA 10.21, DAPO 10.21 points (pooled 10.21, over the 4 seeds both have)" in text
 
 
 def test_a_primary_claim_read_before_every_registered_seed_is_in_says_it_is_interim(tmp_path):
@@ -834,8 +839,13 @@ def test_the_replication_study_reads_its_seeds_one_start_holm_and_the_placebo(tm
     assert (h["family"] == "replication: H2-H3 (Holm)").all() and t.loc["H1", "family"] == "primary"
     assert h["p_holm"].min() == pytest.approx(min(1.0, 2 * h["p"].min()))
     assert t.loc["H1", "p_holm"] == t.loc["H1", "p"]
-    # the placebo null: H0's interval; H3's +12.5 points (Random λ 31/32 vs DAPO 17/32 on seeds 0-3) is outside it
-    assert t.loc["H0", "placebo null"] == "" and t.loc["H3", "placebo null"].startswith("outside the placebo's +3.12 [")
+    # the placebo null, as registered: the placebo's per-seed differences from DAPO (Placebo 4, 4, 5, 5 vs DAPO 4, 4, 5,
+    # 4 of 8: 0, 0, 0, +12.5 points), read in size; H3's +43.75 points (Random λ 31/32 vs DAPO 17/32) is outside them
+    assert t.loc["H0", "placebo null"] == ""
+    assert t.loc["H3", "placebo null"].startswith("outside the placebo's null: |+43.75| > 12.50, its largest per-seed "
+                                                  "difference in size (+0.00 to +12.50 over 4 seeds; mean +3.12 [")
+    # DAPO − DelTA = +12.5 (26/48 vs 20/48): at the bound, so inside, though of the other sign than the placebo's
+    assert t.loc["H1", "placebo null"].startswith("inside the placebo's null: |+12.50| ≤ 12.50")
     # sturdiness (6 paired seeds): leaving one pair out moves H1 between the hand-computed extremes
     loo = [100 * ((26 - held["DAPO"][i]) - (20 - held["DelTA"][i])) / 40 for i in range(6)]
     assert t.loc["H1", "loo_low"] == pytest.approx(min(loo)) and t.loc["H1", "loo_high"] == pytest.approx(max(loo))
@@ -850,6 +860,23 @@ def test_the_replication_study_reads_its_seeds_one_start_holm_and_the_placebo(tm
     (runs / rid / "DONE").write_text(json.dumps({**done, "provenance": {}}))
     with pytest.raises(ValueError, match="record no starting weights"):
         primary_claim(plan, runs)
+
+
+def test_no_equivalence_is_read_while_the_claim_is_not_testable(tmp_path):
+    plan = _study_plan(tmp_path)
+    runs, _ = _study_runs(plan, tmp_path)
+    for rid, r in plan.runs.items():  # three seeds a side (0-2): 3 vs 3 reaches no p below 0.05, one-sided
+        if r.seed > 2: shutil.rmtree(runs / rid)
+    t = primary_claim(plan, runs)
+    for h in ("H0", "H1"):
+        assert "not testable with 3 vs 3 seeds" in t.loc[h, "verdict"]
+        assert t.loc[h, "tost"] == ("not read with 3 vs 3 seeds (too few for the seed-level test, so too few for the "
+                                    "interval to hold the seeds' spread)")
+    # from 4 seeds a side the seed-level test can reach alpha, and the equivalence reading is shown, marked interim
+    runs, _ = _study_runs(plan, tmp_path / "four")
+    for rid, r in plan.runs.items():
+        if r.seed > 3: shutil.rmtree(runs / rid)
+    assert primary_claim(plan, runs).loc["H1", "tost"].startswith("interim: ")
 
 
 def test_a_study_claim_read_part_way_pairs_the_seeds_both_sides_have(tmp_path):
@@ -920,6 +947,11 @@ def test_the_replication_page_hand_computed(tmp_path):
     assert "20 of the 20 registered runs have finished (10.0 hours of training)." in text
     assert "- **H1** (DAPO − DelTA, 6 vs 6 seeds): " in text and "seeds resampled independently" in text
     assert "DelTA 1.33 in correct and 1.33 in wrong completions (6 seeds)" in text
+    assert text.count("(Mann-Whitney over the seeds' means, one-sided; Holm)") == 2  # H2 and H3, one family
+    assert "(Mann-Whitney over the seeds' means, two-sided: a test of a difference; equivalence is read by TOST)" in text
+    # H1's DAPO − DelTA +12.5 against the placebo's per-seed differences (0, 0, 0, +12.5): inside, at the bound
+    assert "inside the placebo's null: |+12.50| ≤ 12.50, its largest per-seed difference in size" in text
+    assert "Interim" not in text  # every registered seed is in: the token weights are not marked interim
     # every hypothesis read at its registered seeds: the why section, from the verdicts
     assert "**Why DelTA does not help here.**" in text and "A loss scale that AdamW divides out moves" in text
     # H1: DAPO − DelTA = +12.5 points over 6 vs 6 seeds; H2 (dose) and H3 (premise) read by their registered roles
