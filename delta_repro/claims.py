@@ -457,7 +457,7 @@ def _placebo_null(out: pd.DataFrame, specs: list, seed_diffs: dict) -> pd.DataFr
         if not _finite_number(c.get("effect")) or len(d) < 2: continue
         bound = float(np.abs(d).max())
         pm = lambda x: f"{float(x):+.2f}".replace("-", "−")  # a true minus sign, as on every page
-        null = (f"its largest per-seed difference in size ({pm(d.min())} to {pm(d.max())} over {len(d)} seeds; mean "
+        null = (f"the placebo's largest per-seed difference ({pm(d.min())} to {pm(d.max())} over {len(d)} seeds; mean "
                 f"{pm(c['effect'])} [{pm(c['ci_low'])}, {pm(c['ci_high'])}])")
         for o in specs:
             if o.get("study") != s.get("study") or o["claim"] == s["claim"]: continue
@@ -465,7 +465,8 @@ def _placebo_null(out: pd.DataFrame, specs: list, seed_diffs: dict) -> pd.DataFr
             if not _finite_number(e): continue
             inside = abs(float(e)) <= bound
             out.loc[o["claim"], "placebo null"] = (f"{'inside' if inside else 'outside'} the placebo's null: "
-                                                   f"|{pm(e)}| {'≤' if inside else '>'} {bound:.2f}, {null}")
+                                                   f"{abs(float(e)):.2f} {'≤' if inside else '>'} {bound:.2f} in size, "
+                                                   f"{null}")  # no "|": the text goes into Markdown tables
     return out
 
 def _finite_number(v) -> bool:

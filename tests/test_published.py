@@ -62,3 +62,14 @@ def test_the_check_refuses_a_tree_with_changes_of_its_own(repo):
     (repo / "notes.txt").write_text("mine")
     r = subprocess.run(["bash", str(repo / "scripts" / "check_published.sh")], capture_output=True, text=True)
     assert r.returncode == 3 and "notes.txt" in r.stderr
+
+
+def test_every_published_markdown_table_has_as_many_cells_in_each_row_as_in_its_header():
+    # a "|" inside a cell's text (e.g. an absolute value written |x|) splits the cell and shifts every column after it
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    uneven = []
+    for f in sorted((root / "figures").glob("*/*.md")):
+        rows = [line for line in f.read_text().splitlines() if line.startswith("|")]
+        if len({r.count("|") for r in rows}) > 1: uneven.append(f.name)
+    assert not uneven, f"tables whose rows split differently: {uneven}"
