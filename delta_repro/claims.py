@@ -561,15 +561,15 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True, seed_differen
     if only is not None and (not isinstance(only, list) or not only or not set(only) <= listed[spec["a"]] & listed[spec["b"]]):
         raise ValueError(f"primary_claim.seeds: {only!r} must be a non-empty list of seeds the artefact {art} lists for "
                          f"both {spec['a']} and {spec['b']}")
-    keep = lambda d: {s: v for s, v in d.items() if only is None or s in only}
+    read = only  # the seeds the claim reads: those it lists, and read part-way, those both sides have
+    keep = lambda d: {s: v for s, v in d.items() if read is None or s in read}
     a = keep(seed_scores(plan, art, runs_dir, spec["a"], metric, bench))
     b = keep(seed_scores(plan, art, runs_dir, spec["b"], metric, bench))
-    unpaired = {}  # a claim that lists its seeds pairs seed s with seed s: read part-way, on the seeds both sides have
+    unpaired = {}  # a claim that lists its seeds pairs seed s with seed s
     if only is not None:
         unpaired = {m: sorted(set(d) - set(e)) for m, d, e in ((spec["a"], a, b), (spec["b"], b, a)) if set(d) - set(e)}
-        both = set(a) & set(b)
-        a, b = {s: v for s, v in a.items() if s in both}, {s: v for s, v in b.items() if s in both}
-        keep = lambda d: {s: v for s, v in d.items() if s in both}
+        read = set(a) & set(b)
+        a, b = keep(a), keep(b)
     base = dict(claim=spec["claim"], family="primary", metric=metric, benchmarks=", ".join(bench), method_a=spec["a"],
                 method_b=spec["b"], relation=rel, registered=str(spec.get("registered", "")),
                 margin_note=str(spec.get("margin_note", "")))

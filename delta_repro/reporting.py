@@ -35,7 +35,7 @@ from .scores import (  # re-exported: importable from delta_repro.reporting as b
 from .claims import (  # re-exported: importable from delta_repro.reporting as before the split
     gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, credit_text,
     evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims)
-from .claims import _finite_number, _pair
+from .claims import _claim_specs, _finite_number, _pair
 from .tokens import (  # re-exported: importable from delta_repro.reporting as before the split
     rollout_batch_coefficients, token_weight_table, discriminative_tokens, plot_token_clouds,
     plot_overview, contrast_pair, plot_token_lambdas, TOKEN_CLASSES, token_classes,
@@ -291,9 +291,7 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                f"so compare differences, not levels. Our rank is given only where the 95 % interval of two methods' "
                f"difference, paired by problem and seed as the Δ column, excludes 0 (the means' intervals where no "
                f"pair exists); otherwise 'tied' with the ranks the intervals allow.")
-    specs = plan.raw.get("primary_claim") or []
-    if any(isinstance(s, dict) and s.get("artefact") == artefact and "seeds" in s
-           for s in (specs if isinstance(specs, list) else [specs])):
+    if any(s["artefact"] == artefact and "seeds" in s for s in _claim_specs(plan.raw.get("primary_claim") or [])):
         caption += (" The registered claims on this table read only the seeds both their sides have (seed s with seed "
                     "s), so an effect there can differ from the Δ column.")
     if floors:
