@@ -6,7 +6,7 @@ paper's claims tested with effects, intervals, Holm-adjusted p-values and the sm
 # %% auto #0
 __all__ = ['CREDIT_COLUMNS', 'CREDIT_ALIASES', 'PAPER_CLAIMS', 'gain_ci', 'learning_summary', 'credit_log', 'credit_summary',
            'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'paired_inputs', 'equivalence', 'primary_claim',
-           'start_weights', 'seed_sturdiness', 'seed_rule', 'check_claims']
+           'fmt_points', 'start_weights', 'seed_sturdiness', 'seed_rule', 'check_claims']
 
 # %% ../nbs/09b_claims.ipynb #b9c1a003
 import json
@@ -456,9 +456,8 @@ def _placebo_null(out: pd.DataFrame, specs: list, seed_diffs: dict) -> pd.DataFr
         c, d = out.loc[s["claim"]], np.asarray(list(seed_diffs.get(s["claim"], {}).values()), float)
         if not _finite_number(c.get("effect")) or len(d) < 2: continue
         bound = float(np.abs(d).max())
-        pm = lambda x: f"{float(x):+.2f}".replace("-", "−")  # a true minus sign, as on every page
-        null = (f"the placebo's largest per-seed difference ({pm(d.min())} to {pm(d.max())} over {len(d)} seeds; mean "
-                f"{pm(c['effect'])} [{pm(c['ci_low'])}, {pm(c['ci_high'])}])")
+        null = (f"the placebo's largest per-seed difference ({fmt_points(d.min(), 2)} to {fmt_points(d.max(), 2)} over {len(d)} seeds; mean "
+                f"{fmt_points(c['effect'], 2)} [{fmt_points(c['ci_low'], 2)}, {fmt_points(c['ci_high'], 2)}])")
         for o in specs:
             if o.get("study") != s.get("study") or o["claim"] == s["claim"]: continue
             e = out.loc[o["claim"]].get("effect")
@@ -472,6 +471,12 @@ def _placebo_null(out: pd.DataFrame, specs: list, seed_diffs: dict) -> pd.DataFr
 def _finite_number(v) -> bool:
     try: return bool(np.isfinite(float(v)))
     except (TypeError, ValueError): return False
+
+def fmt_points(x, digits: int = 1, sign: bool = True) -> str:
+    "A number of points as text: signed (`sign`) with `digits` decimals and a true minus sign; '—' when not finite."
+    if not _finite_number(x): return "—"
+    s = f"{float(x):+.{digits}f}" if sign else f"{float(x):.{digits}f}"
+    return s.replace("-", "−")
 
 def _interim(row: dict) -> str:
     "A row's verdict, prefixed 'interim, a vs b of the registered ... seeds: ' while its registered seeds are not all in."

@@ -6,13 +6,13 @@ scores are in `scores`, the claim checks in `claims`, the token analyses in `tok
 # %% auto #0
 __all__ = ['REPORT_TABLES', 'SETTINGS_KEYS', 'PAPER_STEPS', 'PAPER_OVERHEAD_PCT', 'CSV_FORMAT', 'training_logs',
            'learning_curves', 'plot_dynamics', 'plot_learning', 'reward_summary', 'paper_averages',
-           'compare_with_paper', 'report_title', 'table_report', 'fmt_points', 'fmt_estimate', 'people_table',
-           'plot_comparison', 'settings_table', 'plot_overhead', 'latex_escape', 'for_people', 'write_table',
-           'save_figure', 'key_numbers', 'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths',
-           'run_scores', 'METRICS', 'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems',
-           'seed_scores', 'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary',
-           'CREDIT_COLUMNS', 'credit_summary', 'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS',
-           'paired_inputs', 'primary_claim', 'check_claims', 'rollout_batch_coefficients', 'token_weight_table',
+           'compare_with_paper', 'report_title', 'table_report', 'fmt_estimate', 'people_table', 'plot_comparison',
+           'settings_table', 'plot_overhead', 'latex_escape', 'for_people', 'write_table', 'save_figure', 'key_numbers',
+           'paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_paths', 'run_scores', 'METRICS',
+           'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
+           'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary', 'CREDIT_COLUMNS',
+           'credit_summary', 'credit_text', 'evidence_ranks', 'claim', 'judge_claims', 'PAPER_CLAIMS', 'paired_inputs',
+           'primary_claim', 'check_claims', 'fmt_points', 'rollout_batch_coefficients', 'token_weight_table',
            'discriminative_tokens', 'plot_token_clouds', 'plot_overview', 'contrast_pair', 'plot_token_lambdas',
            'TOKEN_CLASSES', 'token_classes', 'token_class_summary', 'token_class_text']
 
@@ -34,7 +34,7 @@ from .scores import (  # re-exported: importable from delta_repro.reporting as b
     problem_matrix, warm_start_dir, warm_start_accuracy, log_history)
 from .claims import (  # re-exported: importable from delta_repro.reporting as before the split
     gain_ci, learning_summary, CREDIT_COLUMNS, credit_summary, credit_text,
-    evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims)
+    evidence_ranks, claim, judge_claims, PAPER_CLAIMS, paired_inputs, primary_claim, check_claims, fmt_points)
 from .claims import _claim_specs, _finite_number, _pair
 from .tokens import (  # re-exported: importable from delta_repro.reporting as before the split
     rollout_batch_coefficients, token_weight_table, discriminative_tokens, plot_token_clouds,
@@ -45,7 +45,7 @@ _all_ = ['paper_results', 'PAPER_METHODS', 'method_summary', 'artefact_eval_path
        'report_benchmarks', 'learning_curve', 'curve_auc', 'method_runs', 'seed_problems', 'seed_scores',
        'problem_matrix', 'warm_start_dir', 'warm_start_accuracy', 'gain_ci', 'learning_summary',
        'CREDIT_COLUMNS', 'credit_summary', 'credit_text', 'evidence_ranks', 'claim',
-       'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims',
+       'judge_claims', 'PAPER_CLAIMS', 'paired_inputs', 'primary_claim', 'check_claims', 'fmt_points',
        'rollout_batch_coefficients', 'token_weight_table', 'discriminative_tokens', 'plot_token_clouds',
        'plot_overview', 'contrast_pair', 'plot_token_lambdas', 'TOKEN_CLASSES', 'token_classes',
        'token_class_summary', 'token_class_text']
@@ -310,12 +310,6 @@ def table_report(plan, artefact: str, runs_dir: str | Path) -> tuple[pd.DataFram
                         + " over the warm start, points, mean [95 % CI] or (seeds) (learns?"
                         + (")" if last_only else "; the last policy's is in `learning`") + f": {gains}.")
     return table, caption
-
-def fmt_points(x, digits: int = 1, sign: bool = True) -> str:
-    "A number of points as text: signed (`sign`) with `digits` decimals and a true minus sign; '—' when not finite."
-    if not _finite_number(x): return "—"
-    s = f"{float(x):+.{digits}f}" if sign else f"{float(x):.{digits}f}"
-    return s.replace("-", "−")
 
 def fmt_estimate(effect, low=np.nan, high=np.nan, digits: int = 1) -> str:
     """An effect with its interval as text, '+0.2 [−0.9, +1.3]' (points); the effect alone when the interval is
