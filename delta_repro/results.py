@@ -410,8 +410,8 @@ def replication_report(plan, runs_dir: str | Path, artefact: str, claims: pd.Dat
     it; else `specs` (its claims as registered), `claims` (their rows of `claims.primary_claim`, in registered order;
     pass `claims` to reuse a table already made), `pairs` ({arm: `study_pairs` of the arm against `reference`} for
     every other method of the artefact), `classes` (`class_weight_summary`), `credit` (`claims.credit_summary`),
-    `curves` (`study_curves` of every method), `runs` (finished runs), `planned` (the artefact's runs) and `hours`
-    (hours of training of the finished runs). Raises `ValueError` for an artefact not in the plan."""
+    `curves` (`study_curves` of every method), `runs` (finished runs), `planned` (the artefact's runs), `steps` (the
+    training steps of every run, None when they differ) and `hours` (hours of training of the finished runs). Raises `ValueError` for an artefact not in the plan."""
     from .claims import credit_summary, primary_claim
     if artefact not in plan.artefact_runs: raise ValueError(f"artefact: {artefact!r} is not in the plan")
     specs = _study_specs(plan, artefact)
@@ -421,10 +421,12 @@ def replication_report(plan, runs_dir: str | Path, artefact: str, claims: pd.Dat
     methods = list(dict.fromkeys(plan.runs[r].method for r in plan.artefact_runs[artefact]))
     pairs = {m: study_pairs(plan, runs_dir, artefact, m, reference) for m in methods if m != reference}
     done = [r for r in plan.artefact_runs[artefact] if (Path(runs_dir) / r / "DONE").exists()]
+    steps = {plan.runs[r].steps for r in plan.artefact_runs[artefact]}
     return dict(specs=specs, claims=table.loc[[n for n in names if n in table.index]], pairs=pairs,
                 classes=class_weight_summary(plan, runs_dir, artefact), credit=credit_summary(plan, artefact, runs_dir),
                 curves=study_curves(plan, runs_dir, artefact, methods), runs=len(done),
                 planned=len(plan.artefact_runs[artefact]), reference=reference,
+                steps=steps.pop() if len(steps) == 1 else None,
                 hours=float(sum(_training_hours(log_history(Path(runs_dir) / r)) for r in done)) if done else np.nan)
 
 # %% ../nbs/09d_results.ipynb #40f01403
@@ -483,6 +485,86 @@ def _supported(r) -> bool | None:
     if v == "runs missing" or v.startswith("interim"): return None
     return v in ("supported", "not rejected") if r["relation"] != "≈" else v == "not rejected"
 
+def _outcome(r) -> str:
+    "A one-sided claim row's outcome: 'for' (supported), 'against' (its interval on the other side of 0) or 'none'."
+    v = str(r["verdict"])
+    return "for" if v == "supported" else "against" if v.startswith("contradicted") else "none"
+
+def _unseen(r) -> str:
+    "What a claim could have missed: 'an effect below D points could go unseen' (its detectable effect)."
+    return (f"an effect below {fmt_points(r['detectable'], 2, sign=False)} points could go unseen"
+            if _finite(r.get("detectable")) else f"no effect is detectable with {r['design']}")
+
+def _why(report: dict) -> tuple[bool, list[str]]:
+    """(helps, sentences) of "Why DelTA does (not) help here" once every hypothesis is read: one sentence per
+    registered role, worded for each outcome (shown, shown the other way, not shown with what could go unseen), what
+    DelTA's own weights put on the answer key's decisive tokens, and a closing sentence that combines the replication
+    and the premise. `helps` only where DelTA's advantage over DAPO is shown (the replication's DAPO − DelTA interval
+    below 0), never for a mean alone."""
+    c, ref = report["claims"], report.get("reference", "DAPO")
+    by_role = {s["role"]: c.loc[s["claim"]] for s in report["specs"] if s.get("role") and s["claim"] in c.index}
+    steps = report.get("steps")
+    trained = f"training for {steps} steps" if steps else "training"
+    why = []
+    if "control" in by_role:
+        r = by_role["control"]
+        seeds = report["pairs"].get(r["method_a"], pd.DataFrame()).get(f"{r['method_a']} − {ref}", pd.Series(dtype=float))
+        largest = (f", and single seeds differ from {ref} by up to {fmt_points(seeds.abs().max(), 2, sign=False)} points"
+                   if len(seeds) else "")
+        if str(r["tost"]).startswith("equivalent"):
+            why.append(f"The control holds: a loss scale that AdamW divides out moves held-out accuracy by "
+                       f"{_difference(r, named=False)} ({r['tost']}){largest}; that is what {trained} makes of "
+                       f"nothing.")
+        else:
+            why.append(f"The control does not hold: a loss scale that AdamW divides out moves held-out accuracy by "
+                       f"{_difference(r, named=False)} ({r['tost']}){largest}, so differences of that size are not "
+                       f"told from what {trained} makes of nothing.")
+    rep = by_role.get("replication")
+    null = lambda r: f"; {r['placebo null']}" if _finite_text(r.get("placebo null")) else ""
+    if rep is not None:
+        o = _outcome(rep)
+        why.append({"for": f"The deficit replicates on new seeds from one warm start: {_difference(rep)}{null(rep)}.",
+                    "against": f"On new seeds from one warm start {rep['method_b']} is ahead: {_difference(rep)}"
+                               f"{null(rep)}.",
+                    "none": f"The deficit is not found again on new seeds from one warm start: {_difference(rep)} "
+                            f"({rep['tost']}; {_unseen(rep)}){null(rep)}."}[o])
+    if "dose" in by_role:
+        r = by_role["dose"]
+        why.append({"for": f"A wider λ range costs more: {_difference(r)}.",
+                    "against": f"A wider λ range does better: {_difference(r)}.",
+                    "none": f"A wider λ range is not shown to cost more: {_difference(r)} ({_unseen(r)})."}[_outcome(r)])
+    cls = report.get("classes", pd.DataFrame())
+    delta = rep["method_b"] if rep is not None else "DelTA"
+    if len(cls) and delta in cls.index and cls.loc[delta, "seeds logged"] > 0:
+        k = cls.loc[delta]
+        low = [side for side in ("correct", "wrong") if k[f"decisive / shared, {side}"] < 1]
+        why.append(f"{delta}'s own weights put {k['decisive / shared, correct']:.2f} times as much on the answer key's "
+                   f"decisive tokens as on the shared ones in correct completions and "
+                   f"{k['decisive / shared, wrong']:.2f} times in wrong ones"
+                   + (f": below 1 in {' and '.join(low)} ones, where its estimate favours the tokens both sides share "
+                      f"over those that decide the answer." if low else
+                      ": above 1 on both sides, as the premise asks."))
+    helps = (rep is not None and _finite(rep.get("ci_high")) and rep["method_b"] == "DelTA"
+             and float(rep["ci_high"]) < 0)
+    if "premise" in by_role:
+        r = by_role["premise"]
+        o = _outcome(r)
+        why.append({"for": f"The premise made exact beats {r['method_b']}: {_difference(r)}.",
+                    "against": f"The premise made exact does worse than {r['method_b']}: {_difference(r)}.",
+                    "none": f"The premise made exact is not shown to beat {r['method_b']}: {_difference(r)} "
+                            f"({_unseen(r)})."}[o])
+        if o == "for":
+            why.append("So token credit pays at this scale, exact or estimated." if helps else
+                       "So token credit can pay at this scale, and DelTA's estimate of it, not the premise, is the "
+                       "weak link.")
+        elif o == "against":
+            why.append("So giving the tokens that decide the answer more weight costs accuracy at this scale: the "
+                       "premise itself fails here, not only DelTA's estimate of it.")
+        else:
+            why.append("So no gain from token credit within DelTA's range is found at this scale, exact or estimated: "
+                       "the premise, not only DelTA's estimate of it, is not shown to pay here.")
+    return helps, why
+
 def replication_text(report: dict) -> str:
     """The study of `replication_report` in words (Markdown): one line per hypothesis (`_claim_line`), each arm's weight
     on decisive against shared tokens, and "Why DelTA does not help here", written from the verdicts of the claims by
@@ -512,34 +594,7 @@ def replication_text(report: dict) -> str:
         lines.append("**Why DelTA does not help here** is read when every hypothesis has its registered seeds; "
                      "until then the lines above are interim and explain nothing.")
         return "\n\n".join(lines)
-    why = []
-    by_role = {}
-    for s in report["specs"]:
-        r = c.loc[s["claim"]]
-        if s.get("role"): by_role[s["role"]] = r
-    if "control" in by_role:
-        r = by_role["control"]
-        why.append(f"A loss scale that AdamW divides out moves held-out accuracy by {_difference(r, named=False)} "
-                   f"({r['tost']}): differences of that size are what 100 steps make of nothing.")
-    if "replication" in by_role:
-        r = by_role["replication"]
-        ok = _supported(r)
-        why.append(f"The deficit {'replicates' if ok else 'does not replicate'} on new seeds from one warm start: "
-                   f"{_difference(r)}" + (f", {r['placebo null']}" if _finite_text(r.get("placebo null")) else "") + ".")
-    if "dose" in by_role:
-        r = by_role["dose"]
-        why.append(f"A wider λ range {'costs more' if _supported(r) else 'is not shown to cost more'}: {_difference(r)}.")
-    if "premise" in by_role:
-        r = by_role["premise"]
-        why.append(f"The premise made exact {'beats' if _supported(r) else 'does not beat'} DAPO: {_difference(r)}. "
-                   + ("So token credit can pay at this scale, and DelTA's estimator, not the premise, is the weak link."
-                      if _supported(r) else
-                      "So re-weighting the tokens that decide the answer does not pay at this scale either: the premise, "
-                      "not only DelTA's estimate of it, fails to help here."))
-    rep = by_role.get("replication")
-    # DelTA helps only where its advantage over DAPO is shown: the 95 % interval of DAPO − DelTA below 0, not a mean
-    helps = (rep is not None and _finite(rep.get("ci_high")) and rep["method_b"] == "DelTA"
-             and float(rep["ci_high"]) < 0)
+    helps, why = _why(report)
     lines.append(f"**{'Why DelTA helps here' if helps else 'Why DelTA does not help here'}.** " + " ".join(why))
     return "\n\n".join(lines)
 

@@ -954,7 +954,7 @@ def test_the_replication_page_hand_computed(tmp_path):
     assert "|" not in text.split("- **H3**")[1].split("\n")[0]  # no pipe: the line goes into Markdown tables too
     assert "Interim" not in text  # every registered seed is in: the token weights are not marked interim
     # every hypothesis read at its registered seeds: the why section, from the verdicts
-    assert "**Why DelTA does not help here.**" in text and "A loss scale that AdamW divides out moves" in text
+    assert "**Why DelTA does not help here.**" in text and "a loss scale that AdamW divides out moves" in text
     # H1: DAPO − DelTA = +12.5 points over 6 vs 6 seeds; H2 (dose) and H3 (premise) read by their registered roles
     assert "The deficit replicates on new seeds from one warm start: DAPO − DelTA = +12.50 [" in text
     assert "A wider λ range" in text and "The premise made exact beats DAPO: Random λ − DAPO = +43.75 [" in text
@@ -964,6 +964,33 @@ def test_the_replication_page_hand_computed(tmp_path):
     assert "**Why DelTA does not help here.**" in replication_text({**rep, "claims": claims})
     claims.loc["H1", ["effect", "ci_low", "ci_high"]] = [-2.0, -3.0, -1.0]
     assert "**Why DelTA helps here.**" in replication_text({**rep, "claims": claims})
+    # every outcome has its own words: the control (H0: per-seed 0, 0, 0, +12.5 beside DAPO) not holding, then holding
+    assert ("The control does not hold: a loss scale that AdamW divides out moves held-out accuracy by +3.12 [" in text
+            and "(not shown equivalent within ±2), and single seeds differ from DAPO by up to 12.50 points, so "
+            "differences of that size are not told from what training for 2 steps makes of nothing." in text)
+    claims = rep["claims"].copy()
+    claims.loc["H0", "tost"] = "equivalent within ±2"
+    claims.loc["H1", ["verdict", "tost", "detectable"]] = ["not supported", "equivalent within ±2", 1.37]
+    claims.loc["H3", "verdict"] = "not supported"
+    why = replication_text({**rep, "claims": claims}).split("**Why DelTA does not help here.**")[1]
+    assert "The control holds: " in why and "that is what training for 2 steps makes of nothing." in why
+    assert ("The deficit is not found again on new seeds from one warm start: DAPO − DelTA = +12.50 [+0.00, +31.25] "
+            "points (equivalent within ±2; an effect below 1.37 points could go unseen); inside the placebo's null" in why)
+    assert "The premise made exact is not shown to beat DAPO: Random λ − DAPO = +43.75 [" in why
+    assert "So no gain from token credit within DelTA's range is found at this scale, exact or estimated" in why
+    claims.loc["H3", "verdict"] = "contradicted at this scale"
+    claims.loc["H2", "verdict"] = "not supported"
+    why = replication_text({**rep, "claims": claims}).split("**Why DelTA does not help here.**")[1]
+    assert "The premise made exact does worse than DAPO: " in why and "the premise itself fails here" in why
+    assert "A wider λ range is not shown to cost more: DelTA − Random λ = −56.25 [" in why
+    # DelTA's own weights, read from the logged classes: 1.2 / 0.9 on both sides, then below 1 on correct completions
+    assert "DelTA's own weights put 1.33 times as much on the answer key's decisive tokens" in why
+    assert "above 1 on both sides, as the premise asks." in why
+    classes = rep["classes"].copy()
+    classes.loc["DelTA", "decisive / shared, correct"] = 0.89
+    why = replication_text({**rep, "claims": claims, "classes": classes}).split("**Why DelTA does not help here.**")[1]
+    assert ("in correct completions and 1.33 times in wrong ones: below 1 in correct ones, where its estimate favours "
+            "the tokens both sides share over those that decide the answer." in why)
     fig = plot_arm_differences(rep)
     assert len(fig.axes[0].get_yticklabels()) == 3
 
