@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -459,7 +460,16 @@ class SelectionCallback(TrainerCallback):
         return float(primary_accuracy(summarize(res))["select"])  # the right answer in any form (lenient)
 
     def on_train_begin(self, args, state, control, model=None, **kw):
-        "The learning curve starts at the warm start (step 0), so its area measures what RL added."
+        """The learning curve starts at the warm start (step 0), so its area measures what RL added. A run resumed
+        from a checkpoint at step k forgets its evaluations after k: they belong to the trajectory it left. If the
+        checkpoint it had chosen was one of them (`choose` "best"), `best_dir` keeps those weights until a later
+        evaluation is chosen, with a warning saying so."""
+        if state.global_step > 0:
+            chosen = self.best
+            self.history = [h for h in self.history if h["step"] <= state.global_step]
+            if chosen is not None and chosen["step"] > state.global_step:
+                warnings.warn(f"resumed at step {state.global_step}: {self.best_dir} holds step {chosen['step']} of the "
+                              "trajectory left behind until a later evaluation is chosen")
         if self.every > 0 and state.global_step == 0 and not any(h["step"] == 0 for h in self.history):
             self.history.append({"step": 0, "accuracy": self._accuracy(model)})
 

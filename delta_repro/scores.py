@@ -109,9 +109,12 @@ def report_benchmarks(plan, task: str, ood: bool = False) -> list[str]:
     return names
 
 def learning_curve(run_dir: str | Path) -> pd.DataFrame:
-    "The selection-set accuracy (%) of a finished run at each evaluated step (columns step, accuracy), from `DONE`."
+    """The selection-set accuracy (%) of a finished run at each evaluated step (columns step, accuracy), from `DONE`.
+    A step evaluated more than once (a run resumed from a checkpoint before it, as `SelectionCallback` recorded runs
+    until 2026-12-07) counts once, with its last evaluation: the one of the trajectory the run went on with."""
     meta = json.loads((Path(run_dir) / "DONE").read_text())
-    return pd.DataFrame(meta.get("selection") or [], columns=["step", "accuracy"]).sort_values("step", ignore_index=True)
+    curve = pd.DataFrame(meta.get("selection") or [], columns=["step", "accuracy"])
+    return curve.drop_duplicates("step", keep="last").sort_values("step", ignore_index=True)
 
 def log_history(run_dir: str | Path) -> list[dict]:
     """What TRL logged during a run (`trainer.state.log_history`, saved as `log_history.json`): one dict per logged

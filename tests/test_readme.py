@@ -229,3 +229,37 @@ def test_readme_trainer_example_runs(monkeypatch, tmp_path):
     assert any("delta/lam_mean" in l for l in logs) and ns["args"].credit_assignment == "delta"
     assert ns["args"].use_cpu and not ns["args"].bf16  # the example's own switch picked the CPU settings here
     assert any(l.get("reward", 0) > 0 for l in logs)  # the warm start answers some problems: there is a signal
+
+
+STUDY = "figures/cpu/results_study_replication.md"
+WHY = re.compile(r"^\*\*Why DelTA (?:does not help|helps) here\.\*\* .+$", re.M)
+
+
+def why_problems(readme: str, study: str) -> list[str]:
+    """The README against the replication study's words (`STUDY`, written by the results page from claims.csv and the
+    runs): once the study's "Why DelTA ..." paragraph is written (every hypothesis read at its registered seeds), the
+    README quotes it whole, every number as the file has it; before, the README gives no why of its own and says the
+    study is being measured. Empty when they agree."""
+    flat = " ".join(readme.split())
+    why = WHY.search(study)
+    if why is None:
+        problems = ["the README gives a why while the study has none yet"] if "**Why DelTA" in readme else []
+        if "is being measured now" not in flat: problems.append("the README does not say the study is being measured")
+        return problems
+    return [] if " ".join(why.group(0).split()) in flat else [f"the README does not quote {STUDY}'s why paragraph whole"]
+
+
+def test_the_readme_quotes_the_study_s_why_once_it_is_read():
+    study = (ROOT / STUDY).read_text(encoding="utf-8")
+    assert study.startswith("**") and "registered runs have finished" in study
+    readme = README.read_text()
+    assert why_problems(readme, study) == []
+    # the check, on a study before and after its why is written: it fails both ways, and on a misquoted number
+    interim = "**The study**\n\n18 of the 48 registered runs have finished.\n"
+    read = interim + "\n**Why DelTA does not help here.** The control holds: +0.22 [−1.10, +1.50] points.\n"
+    plain = "The replication is being measured now.\n"
+    assert why_problems(plain, interim) == [] and why_problems("The replication is done.", interim)
+    assert why_problems(plain + "**Why DelTA helps here.** It is the optimizer.", interim)
+    assert why_problems(plain, read)
+    quoted = plain + "**Why DelTA does not help here.** The control holds: +0.22 [−1.10, +1.50]\npoints.\n"
+    assert why_problems(quoted, read) == [] and why_problems(quoted.replace("+0.22", "+0.32"), read)

@@ -12,6 +12,7 @@ import yaml
 
 from delta_repro.experiments import (ARTEFACTS, describe_plan, estimate_gpu_hours, load_plan, prompt_template, run_settings,
                                      selection_settings, train_run)
+from delta_repro.scores import learning_curve
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE = os.environ.get("DELTA_SMOKE_RAN") == "1"
@@ -137,15 +138,22 @@ def test_reports_only_trains_nothing_and_remakes_the_reports():
     assert (ROOT / "figures" / "smoke" / "table1_main.md").exists()
 
 
-def test_interrupted_run_resumes_and_finished_run_is_kept(tmp_path, monkeypatch):
+def _one_run(tmp_path, monkeypatch, method: str, steps: int, every: int | None = None):
+    "A plan of one smoke run (tiny-qwen3, math, seed 0) of `steps` steps, evaluated every `every` steps: (plan, run id)."
     monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
     raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
-    raw["steps"] = 4
-    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DelTA"], "seeds": [0]}}
+    raw["steps"] = steps
+    if every is not None: raw["selection"]["every"] = every
+    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": [method], "seeds": [0]}}
     p = tmp_path / "plan.yaml"
     p.write_text(yaml.safe_dump(raw, allow_unicode=True))
     plan = load_plan(p)
     (rid,) = plan.runs
+    return plan, rid
+
+
+def test_interrupted_run_resumes_and_finished_run_is_kept(tmp_path, monkeypatch):
+    plan, rid = _one_run(tmp_path, monkeypatch, "DelTA", steps=4)
 
     from transformers import TrainerCallback
     import delta_repro.experiments as ex
@@ -321,14 +329,7 @@ def test_ctrl_c_stops_the_whole_job():
 
 
 def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp_path, monkeypatch):
-    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path / "cache"))
-    raw = yaml.safe_load((ROOT / "configs" / "smoke.yaml").read_text())
-    raw["steps"], raw["selection"]["every"] = 4, 2
-    raw["artefacts"] = {"table1_main": {"backbone": "tiny-qwen3", "task": "math", "methods": ["DAPO"], "seeds": [0]}}
-    p = tmp_path / "plan.yaml"
-    p.write_text(yaml.safe_dump(raw, allow_unicode=True))
-    plan = load_plan(p)
-    (rid,) = plan.runs
+    plan, rid = _one_run(tmp_path, monkeypatch, "DAPO", steps=4, every=2)
     out = train_run(plan, rid, tmp_path / "runs" / "runs")
     meta = json.loads((out / "DONE").read_text())
     assert [h["step"] for h in meta["selection"]] == [0, 2, 4]  # the warm start is the curve's first point
@@ -342,6 +343,53 @@ def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp
     assert prov["cpu_capability"] and prov["torch"] == torch.__version__
     events = list((tmp_path / "runs" / "tensorboard" / rid).glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0  # TRL's report_to: live curves under runs/<profile>/tensorboard
+
+
+def test_a_resumed_run_s_learning_curve_has_each_step_once(tmp_path, monkeypatch):
+    # interrupted after step 3 was evaluated but before its checkpoint (every 2 steps): the resumed run evaluates step 3
+    # again, on the trajectory it goes on with; the curve keeps that one (it kept both before, and the readers
+    # counted the run twice at that step)
+    plan, rid = _one_run(tmp_path, monkeypatch, "DAPO", steps=4, every=1)
+    from transformers import TrainerCallback
+    import delta_repro.experiments as ex
+
+    class Crash(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):  # step 4 begins: step 3 was evaluated, not saved
+            if state.global_step == 3: raise KeyboardInterrupt("after step 3's evaluation, before a checkpoint")
+
+    real_add = ex.DeltaGRPOTrainer.add_callback
+    monkeypatch.setattr(ex.DeltaGRPOTrainer, "add_callback", lambda self, cb: (real_add(self, cb), real_add(self, Crash())))
+    with pytest.raises(KeyboardInterrupt):
+        train_run(plan, rid, tmp_path / "runs", save_every=2)
+    out = tmp_path / "runs" / rid
+    left = json.loads((out / "selection.json").read_text())["history"]
+    assert [h["step"] for h in left] == [0, 1, 2, 3] and (out / "trainer" / "checkpoint-2").exists()
+    monkeypatch.setattr(ex.DeltaGRPOTrainer, "add_callback", real_add)
+    train_run(plan, rid, tmp_path / "runs", save_every=2)
+    meta = json.loads((out / "DONE").read_text())
+    assert meta["resumed_from_step"] == 2 and [h["step"] for h in meta["selection"]] == [0, 1, 2, 3, 4]
+    # the reader keeps a step's last evaluation for runs recorded before the fix (two such runs are archived)
+    meta["selection"] = left + meta["selection"][3:]
+    (out / "DONE").write_text(json.dumps(meta))
+    assert learning_curve(out)["step"].tolist() == [0, 1, 2, 3, 4]
+    assert learning_curve(out)["accuracy"].tolist() == [h["accuracy"] for h in meta["selection"][:3] + meta["selection"][4:]]
+
+
+def test_a_resumed_selection_forgets_the_abandoned_trajectory_and_says_so_about_its_choice(tmp_path):
+    from types import SimpleNamespace
+    from delta_repro.experiments import SelectionCallback
+    cb = SelectionCallback(None, None, tmp_path / "best", every=25, k=1, max_new_tokens=4, seed=0)
+    cb.history = [{"step": 0, "accuracy": 50.0}, {"step": 25, "accuracy": 60.0}, {"step": 50, "accuracy": 70.0}]
+    with pytest.warns(UserWarning, match="resumed at step 48: .* holds step 50 of the trajectory left behind"):
+        cb.on_train_begin(None, SimpleNamespace(global_step=48), None)
+    assert cb.history == [{"step": 0, "accuracy": 50.0}, {"step": 25, "accuracy": 60.0}] and cb.best["step"] == 25
+    cb.choose = "last"
+    cb.history.append({"step": 50, "accuracy": 40.0})
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # its choice is not among the forgotten steps: nothing to say
+        cb.on_train_begin(None, SimpleNamespace(global_step=50), None)
+    assert [h["step"] for h in cb.history] == [0, 25, 50]
 
 
 @pytest.mark.parametrize("args, msg", [(["--lr", "2"], "--lr"), (["--steps", "0"], "--steps"),
