@@ -566,15 +566,14 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True, seed_differen
     if only is not None and (not isinstance(only, list) or not only or not set(only) <= listed[spec["a"]] & listed[spec["b"]]):
         raise ValueError(f"primary_claim.seeds: {only!r} must be a non-empty list of seeds the artefact {art} lists for "
                          f"both {spec['a']} and {spec['b']}")
-    read = only  # the seeds the claim reads: those it lists, and read part-way, those both sides have
-    keep = lambda d: {s: v for s, v in d.items() if read is None or s in read}
-    a = keep(seed_scores(plan, art, runs_dir, spec["a"], metric, bench))
-    b = keep(seed_scores(plan, art, runs_dir, spec["b"], metric, bench))
-    unpaired = {}  # a claim that lists its seeds pairs seed s with seed s
+    keep = lambda d, seeds: {s: v for s, v in d.items() if seeds is None or s in seeds}
+    a = keep(seed_scores(plan, art, runs_dir, spec["a"], metric, bench), only)
+    b = keep(seed_scores(plan, art, runs_dir, spec["b"], metric, bench), only)
+    read, unpaired = only, {}  # a claim that lists its seeds pairs seed s with seed s
     if only is not None:
         unpaired = {m: sorted(set(d) - set(e)) for m, d, e in ((spec["a"], a, b), (spec["b"], b, a)) if set(d) - set(e)}
-        read = set(a) & set(b)
-        a, b = keep(a), keep(b)
+        read = set(a) & set(b)  # the seeds it reads: those it lists that both sides have (all of them once all are in)
+        a, b = keep(a, read), keep(b, read)
     base = dict(claim=spec["claim"], family="primary", metric=metric, benchmarks=", ".join(bench), method_a=spec["a"],
                 method_b=spec["b"], relation=rel, registered=str(spec.get("registered", "")),
                 margin_note=str(spec.get("margin_note", "")))
@@ -584,7 +583,7 @@ def _primary_row(plan, runs_dir, spec: dict, interim: bool = True, seed_differen
     else:
         if only is None: kw = paired_inputs(plan, runs_dir, metric, (art, spec["a"]), (art, spec["b"]), bench)
         else:
-            pa, pb = (keep(seed_problems(plan, art, runs_dir, m, metric, bench)) for m in (spec["a"], spec["b"]))
+            pa, pb = (keep(seed_problems(plan, art, runs_dir, m, metric, bench), read) for m in (spec["a"], spec["b"]))
             kw = _pair(pa, pb)
         if spec.get("same_start"):
             ids = {m: {plan.runs[r].seed: r for r in method_runs(plan, art, m)} for m in (spec["a"], spec["b"])}
