@@ -115,3 +115,9 @@ rec.update(engine=ENGINE, distributed_type=str(tr.accelerator.distributed_type),
            lam_mean=[l["delta/lam_mean"] for l in tr.state.log_history if "delta/lam_mean" in l])
 OUT.mkdir(parents=True, exist_ok=True)
 torch.save(rec, OUT / f"rank{tr.accelerator.process_index}.pt")
+# tear the process group down while the interpreter is whole (as tests/multiprocess_worker.py does): left to exit,
+# gloo's worker threads were destroyed during finalization and rank 0 aborted after writing its file ("terminate
+# called without an active exception", SIGABRT; CI of 2026-12-07, the FSDP launch). A barrier first, so that neither
+# rank destroys the group while the other still uses it.
+tr.accelerator.wait_for_everyone()
+tr.accelerator.end_training()  # trackers finished, then torch.distributed.destroy_process_group()
