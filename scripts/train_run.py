@@ -43,15 +43,11 @@ def main():
     import torch.distributed as dist
     if not a.eval_only:
         train_run(plan, a.run_id, runs_dir)
-        if dist.is_initialized():
-            # the other processes wait until rank 0 has written the run's files, then leave the group while the
-            # interpreter is whole (left to exit, gloo's threads could abort a rank during finalization)
-            dist.barrier()
-            if dist.get_rank() != 0:
-                dist.destroy_process_group()
-                return
+        if dist.is_initialized(): dist.barrier()  # the other processes wait until rank 0 has written the run's files
     if not a.no_eval and (not dist.is_initialized() or dist.get_rank() == 0):
         evaluate_run(plan, a.run_id, runs_dir)
+    # every process leaves the group while the interpreter is whole (left to exit, gloo's threads could abort a rank
+    # during finalization)
     if dist.is_initialized(): dist.destroy_process_group()
 
 

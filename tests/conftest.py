@@ -20,6 +20,14 @@ from delta_repro.trainer import DeltaGRPOConfig, DeltaGRPOTrainer  # noqa: E402
 PAIRS = [(a, b) for a in range(10) for b in range(10)]
 
 
+def free_port() -> int:
+    "A TCP port free on this host now, for the rendezvous of a test's `accelerate launch`."
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def script(name: str):
     "scripts/<name>.py loaded as a module (scripts/ is not a package), for the tests that call its functions."
     import importlib.util

@@ -12,7 +12,6 @@ reduction: coefficients and the first loss at 1e-6 (measured: exactly equal), pa
 1e-5 absolute (measured: 3e-7; one step moves a parameter by up to lr = 1e-3)."""
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,15 +20,11 @@ import pytest
 import torch
 import yaml
 
+from conftest import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 ACC = ROOT / "configs" / "accelerate"
 WORKER = Path(__file__).parent / "engine_worker.py"
-
-
-def _port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +74,7 @@ def _launch(engine, init_dir, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(engine)
     out = tmp / "out"
     cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(_engine_config(engine, tmp)),
-           "--main_process_port", str(_port()), str(WORKER), engine, str(init_dir), str(out)]
+           "--main_process_port", str(free_port()), str(WORKER), engine, str(init_dir), str(out)]
     env = dict(os.environ, OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", DS_ACCELERATOR="cpu")
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-6000:]

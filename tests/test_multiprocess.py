@@ -2,12 +2,13 @@
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import free_port
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +51,9 @@ def test_the_launch_entry_point_trains_and_evaluates_a_warm_started_run(tmp_path
     env.pop("WORLD_SIZE", None)
     rid, runs = "tiny-qwen3__math__DelTA__s0", tmp_path / "runs"
     script = [str(root / "scripts" / "train_run.py"), "--profile", "smoke", "--run-id", rid, "--runs-dir", str(runs)]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines",
-              "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(port), *script]
+              "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()),
+              *script]
     cold = subprocess.run(launch, capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
     assert cold.returncode != 0 and "--warm-start-only" in cold.stderr and not (runs / rid / "DONE").exists()
     one = subprocess.run([sys.executable, *script, "--warm-start-only"], capture_output=True, text=True, timeout=600,
