@@ -147,10 +147,16 @@ def outcome_problems(text: str) -> list[str]:
     if sorted(t[0] for t in table) != sorted(rows):
         problems.append(f"the result table should have one row per DelTA > DAPO claim (the SmolLM2 study, the cpu profile), "
                         f"has {[t[0] for t in table]}")
-    for claim, n, e, lo, hi, verdict, bound, tost in table:
+    return problems + _cell_problems([(c, n, n, *rest) for c, n, *rest in table], rows)
+
+
+def _cell_problems(table: list[tuple], rows: dict) -> list[str]:
+    "Each parsed table row (claim, n_a, n_b, effect, low, high, verdict, bound, tost) against claims.csv's row `rows[claim]`."
+    problems = []
+    for claim, na, nb, e, lo, hi, verdict, bound, tost in table:
         r = rows.get(claim)
         if r is None: continue
-        for v, col in ((n, "n_a"), (e, "effect"), (lo, "ci_low"), (hi, "ci_high"), (bound, "equivalence_bound")):
+        for v, col in ((na, "n_a"), (nb, "n_b"), (e, "effect"), (lo, "ci_low"), (hi, "ci_high"), (bound, "equivalence_bound")):
             if not _same(v, float(r[col])): problems.append(f"table {claim} {col}: README {v}, claims.csv {r[col]}")
         if verdict != r["verdict"] or tost != r["tost"]:
             problems.append(f"table {claim} verdict: README '{verdict}; {tost}', claims.csv '{r['verdict']}; {r['tost']}'")
@@ -247,6 +253,46 @@ def why_problems(readme: str, study: str) -> list[str]:
         if "is being measured now" not in flat: problems.append("the README does not say the study is being measured")
         return problems
     return [] if " ".join(why.group(0).split()) in flat else [f"the README does not quote {STUDY}'s why paragraph whole"]
+
+
+WHY_SECTION = re.compile(r"^## (Why DelTA (?:does not help|helps) here)$", re.M)
+
+
+def hypothesis_problems(readme: str, rows: dict) -> list[str]:
+    """The README's table of the replication's hypotheses against `figures/cpu/claims.csv` (`rows`, by claim): once the
+    study is read the README has a section `## Why DelTA does (not) help here` whose table has one row per hypothesis
+    H0-H3 (`| H1 DAPO > DelTA | 12 vs 12 | +0.68 [−0.81, +2.30] | not supported | 2.00: not shown equivalent within ±2 |`),
+    each cell as claims.csv has it. Empty when they agree."""
+    heading = WHY_SECTION.search(readme)
+    if heading is None: return ["the README has no section '## Why DelTA ... here'"]
+    table = re.findall(rf"^\| (H\d [^|]*?) \| (\d+) vs (\d+) \| ({NUM}) \[({NUM}), ({NUM})\] \| ([^|]+?) \| ({NUM}): "
+                       rf"([^|]+?) \|$", section(readme, heading[1]), re.M)
+    hs = sorted(c for c in rows if re.match(r"H\d ", c))
+    problems = [] if sorted(t[0] for t in table) == hs else [f"the hypotheses' table should have a row for each of {hs}, "
+                                                            f"has {[t[0] for t in table]}"]
+    return problems + _cell_problems(table, rows)
+
+
+def test_the_readme_shows_the_hypotheses_once_the_study_is_read():
+    rows = {r["claim"]: r for r in _rows("figures/cpu/claims.csv")}
+    readme = README.read_text()
+    if WHY.search((ROOT / STUDY).read_text(encoding="utf-8")):
+        assert hypothesis_problems(readme, rows) == []
+    else:  # interim readings stay on the study's page and the status page
+        assert WHY_SECTION.search(readme) is None
+    # the check, on a README made for it from the claims file as it stands
+    h = {c: r for c, r in rows.items() if re.match(r"H\d ", c)}
+    assert h, "claims.csv has no hypothesis H0-H3"
+    line = lambda c, r: (f"| {c} | {r['n_a']} vs {r['n_b']} | {float(r['effect']):+.2f} [{float(r['ci_low']):+.2f}, "
+                         f"{float(r['ci_high']):+.2f}] | {r['verdict']} | {float(r['equivalence_bound']):.2f}: {r['tost']} |")
+    made = "## Why DelTA does not help here\n\n| hypothesis | seeds | effect | verdict | within ± |\n|---|---|---|---|---|\n"
+    made += "\n".join(line(c, r) for c, r in h.items()) + "\n\n## Use DelTA\n"
+    assert hypothesis_problems(made, h) == []
+    first, r = next(iter(h.items()))
+    wrong = made.replace(line(first, r), line(first, {**r, "effect": float(r["effect"]) + 0.5}))
+    assert any(f"table {first} effect" in p for p in hypothesis_problems(wrong, h))
+    assert any("should have a row" in p for p in hypothesis_problems(made.replace(line(first, r) + "\n", ""), h))
+    assert hypothesis_problems("## Result so far\n", h) == ["the README has no section '## Why DelTA ... here'"]
 
 
 def test_the_readme_quotes_the_study_s_why_once_it_is_read():
