@@ -1,7 +1,8 @@
 """The README as a reader meets it: its first screen (what the package is, the two commands, the result so far with
 one figure) fits in 150 lines; every number its result section states equals the committed file that sentence
-names; every repository path it and the docs/ pages name exists; and its library example runs as written, on the
-shipped warm-started policy (the test makes it 2 steps for speed, nothing else)."""
+names; once the replication study is read, its hypotheses' table and its why paragraph are the study's files; every
+repository path it and the docs/ pages name exists; and its library example runs as written, on the shipped
+warm-started policy (the test makes it 2 steps for speed, nothing else)."""
 import csv
 import re
 from pathlib import Path
