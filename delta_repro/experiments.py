@@ -541,6 +541,7 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     template = prompt_template(plan, run.backbone)
     train, evals, select = task_sets(plan, run.task, template, ood=True)
     from delta_repro.data import assert_disjoint
+    from delta_repro.models import _world_size
     assert_disjoint({"train (RL prompts, warm start)": train}, evals)  # refuse a plan whose held-out sets were seen
     evals = {n: evals[n] for n in plan.raw["tasks"][run.task]["eval"]}
     model, tok, template = build_backbone(plan, run.backbone, run.task)
@@ -579,10 +580,6 @@ def train_run(plan: Plan, run_id: str, out_root: str | Path, save_every: int | N
     (out / "DONE").write_text(json.dumps(meta, indent=1, default=str))
     shutil.rmtree(out / "trainer", ignore_errors=True)  # checkpoints were only for resuming
     return out
-
-def _world_size() -> int:
-    "Data-parallel processes of this launch: WORLD_SIZE, which `accelerate launch` (torchrun) sets in each; else 1."
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 def run_settings(plan: Plan, run: Run, num_processes: int | None = None) -> dict:
     """The trainer settings of a run: the plan's `trainer` block, then its backbone's `trainer` overrides (e.g. a

