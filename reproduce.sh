@@ -34,7 +34,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # Ctrl-C stops the whole job, not just the notebook in flight (papermill catches SIGINT and exits 1, which would
 # otherwise count as one failed run and move on to the next). Bash runs the trap once that notebook has returned.
-trap 'kill $(jobs -p) 2>/dev/null || true; echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
+# A TERM sent to this script alone (`kill PID`) reaches no child, so the trap stops every process below this one,
+# deepest first (the training kernels, papermill, the --jobs subshells): none trains on after the script has ended.
+_descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do _descendants "$c"; echo "$c"; done; }
+trap 'kill $(_descendants $$) $(jobs -p) 2>/dev/null || true; echo; echo "[reproduce] interrupted: finished runs are kept; run the same command again to resume" >&2; exit 130' INT TERM
 
 usage_error() { echo "reproduce.sh: $* (see --help)" >&2; exit 2; }
 profile=""; profile_set=0; dry_run=0; reports_only=0; retrain=0; only=(); jobs=""

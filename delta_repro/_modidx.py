@@ -76,6 +76,8 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                                        'delta_repro/coefficients.py'),
                                           'delta_repro.coefficients._acc_dtype': ( 'coefficients.html#_acc_dtype',
                                                                                    'delta_repro/coefficients.py'),
+                                          'delta_repro.coefficients._check_eps': ( 'coefficients.html#_check_eps',
+                                                                                   'delta_repro/coefficients.py'),
                                           'delta_repro.coefficients._check_mask': ( 'coefficients.html#_check_mask',
                                                                                     'delta_repro/coefficients.py'),
                                           'delta_repro.coefficients._codes': ('streaming.html#_codes', 'delta_repro/coefficients.py'),

@@ -49,7 +49,10 @@ def margins(proxies: torch.Tensor, side: torch.Tensor, centroids: torch.Tensor,
             contrast: str = "two-sided") -> torch.Tensor:
     """Margins Δ (...) in the dtype of `centroids` (2, d) of `proxies` (..., d) with sides `side` (...); 0 where side
     is −1. Two-sided: ±(2v·(μ₊ − μ₋) + ‖μ₋‖² − ‖μ₊‖²); "within-side": −‖v − μ_own‖² (Table 2). The dot products run
-    in the proxies' dtype (float64 stays float64, anything else is computed in float32)."""
+    in the proxies' dtype (float64 stays float64, anything else is computed in float32). Raises `ValueError` if
+    `contrast` is neither "two-sided" nor "within-side"."""
+    if contrast not in ("two-sided", "within-side"):
+        raise ValueError(f"contrast must be 'two-sided' or 'within-side', got {contrast!r}")
     mu = centroids
     x = proxies if proxies.dtype == torch.float64 else proxies.float()
     if contrast == "two-sided":
@@ -63,28 +66,43 @@ def margins(proxies: torch.Tensor, side: torch.Tensor, centroids: torch.Tensor,
     return torch.where(side >= 0, out, 0.0)
 
 # %% ../nbs/01_coefficients.ipynb #7129f3fa
+def _check_eps(eps):
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not (math.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+
 def temperature(margins: torch.Tensor, side: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """Adaptive temperatures [γ₊, γ₋] (2,) = sqrt(max(population variance of the side's margins, `eps`)) (App. G);
-    an empty side gives sqrt(eps)."""
+    an empty side gives sqrt(eps). Raises `ValueError` if `eps` is not a finite number >= 0."""
+    _check_eps(eps)
     var = [margins[side == s].var(correction=0) if (side == s).any() else margins.new_zeros(()) for s in (POS, NEG)]
     return torch.stack(var).clamp(min=eps).sqrt()
 
 def scores(margins: torch.Tensor, side: torch.Tensor, gamma: torch.Tensor, assignment: str = "soft") -> torch.Tensor:
     """Scores α (shape of `margins`): σ(Δ/γ_side) with `gamma` (2,) (soft, Eq. 5–6) or 1[Δ > 0] ("hard", the
-    γ → 0 limit); 0 where side is −1."""
-    if assignment == "hard": alpha = (margins > 0).to(margins.dtype)
-    else: alpha = torch.sigmoid(margins / torch.where(side == NEG, gamma[NEG], gamma[POS]))
+    γ → 0 limit); 0 where side is −1. A side whose γ is 0 takes the hard limit (never 0/0). Raises `ValueError` if
+    `assignment` is neither "soft" nor "hard"."""
+    if assignment not in ("soft", "hard"): raise ValueError(f"assignment must be 'soft' or 'hard', got {assignment!r}")
+    hard = (margins > 0).to(margins.dtype)
+    if assignment == "hard": alpha = hard
+    else:
+        g = torch.where(side == NEG, gamma[NEG], gamma[POS])
+        alpha = torch.where(g > 0, torch.sigmoid(margins / torch.where(g > 0, g, 1.0)), hard)
     return torch.where(side >= 0, alpha, 0.0)
 
 # %% ../nbs/01_coefficients.ipynb #0b6b4011
 def range_map(alpha: torch.Tensor, valid: torch.Tensor, lam_min: float = 0.8, lam_max: float = 1.2) -> torch.Tensor:
-    "λ = λ_min + (λ_max − λ_min)·α (shape of `alpha`) on `valid` (bool) tokens, 0 elsewhere (Sec. 3.2)."
+    """λ = λ_min + (λ_max − λ_min)·α (shape of `alpha`) on `valid` (bool) tokens, 0 elsewhere (Sec. 3.2). Raises
+    `ValueError` unless `lam_min` and `lam_max` are finite numbers with 0 <= lam_min <= lam_max."""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (lam_min, lam_max)) \
+            or not 0 <= lam_min <= lam_max:
+        raise ValueError(f"lam_min and lam_max must be finite numbers with 0 <= lam_min <= lam_max, got {lam_min!r}, {lam_max!r}")
     return torch.where(valid, lam_min + (lam_max - lam_min) * alpha, 0.0)
 
 # %% ../nbs/01_coefficients.ipynb #90332bcb
 def self_normalise(lam: torch.Tensor, valid: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     """λ̄ = λ·N/Z (shape of `lam`), N = number of `valid` tokens, Z = Σλ (Eq. 7); uniform weights (1 on valid
-    tokens) when Z ≤ `eps`."""
+    tokens) when Z ≤ `eps`. Raises `ValueError` if `eps` is not a finite number >= 0."""
+    _check_eps(eps)
     N, Z = valid.sum(), lam.sum()
     return lam * (N / Z) if Z > eps else valid.to(lam.dtype)
 

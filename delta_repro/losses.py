@@ -37,8 +37,8 @@ def clipped_surrogate(
         raise ValueError(f"advantages must be (B,) or (B, T), got {_describe(advantages)}")
     if weights is not None and (not isinstance(weights, torch.Tensor) or weights.shape != logps.shape):
         raise ValueError(f"weights must be (B, T) = {tuple(logps.shape)}, got {_describe(weights)}")
-    if epsilon_low < 0 or epsilon_high < 0:
-        raise ValueError(f"epsilon_low and epsilon_high must be >= 0, got {epsilon_low}, {epsilon_high}")
+    if not (epsilon_low >= 0 and epsilon_high >= 0 and math.isfinite(epsilon_low) and math.isfinite(epsilon_high)):
+        raise ValueError(f"epsilon_low and epsilon_high must be finite and >= 0, got {epsilon_low}, {epsilon_high}")
     if dual_clip is not None and not dual_clip > 1 + epsilon_high:
         raise ValueError(f"dual_clip must be > 1 + epsilon_high = {1 + epsilon_high}, got {dual_clip}")
     adv = advantages[:, None] if advantages.ndim == 1 else advantages

@@ -357,9 +357,11 @@ def topk_hidden_proxy(
     flat_logits, flat_tokens = logits.detach().reshape(B * T, V), tokens.reshape(B * T)
     out = torch.empty(B * T, W.shape[1], dtype=torch.float32, device=logits.device)
     for s in range(0, B * T, chunk_size):
-        probs = torch.softmax(flat_logits[s:s + chunk_size].float() / temperature, dim=-1)
+        z = flat_logits[s:s + chunk_size].float()
+        z = z - z.amax(-1, keepdim=True)  # shifted by its maximum, so a tiny τ sends the others to −inf, never NaN
+        probs = torch.softmax(torch.where(z == 0, 0.0, z / temperature), dim=-1)
         p_top, idx = probs.topk(k, dim=-1)  # (n, k)
         p_top = p_top / p_top.sum(-1, keepdim=True)
         expected = torch.einsum("nk,nkd->nd", p_top, W[idx])
         out[s:s + chunk_size] = W[flat_tokens[s:s + chunk_size]] - expected
-    return out.view(B, T, -1)
+    return out.view(B, T, W.shape[1])

@@ -432,20 +432,29 @@ def math_reward(completions: list, answer: list, log_metric=None, timeout_s: flo
         log_metric("math/over_budget_frac", sum(why == "batch budget spent" for _, why in graded) / n)
     return [1.0 if g else 0.0 for g, _ in graded]
 
-# "answer is X" / "Answer: (X)" (either case) and "(X)" (capital); a letter followed by more letters or digits is a
-# word ("Because"), not an answer; a lone "I" or "a" in prose is never read as one
-_LETTER_AFTER_ANSWER = re.compile(r"(?i:answer)\s*(?:(?i:is)\s*|:\s*)?\(?([A-Ja-j])(?![A-Za-z0-9])")
+# "answer is X" / "Answer: X" / "Answer: (X)" and "(X)" (capital). After "answer", a letter in parentheses, or one
+# that ends its phrase (punctuation, markdown, a line's end), is read in either case; a capital B-H or J is read when
+# not part of a longer word ("Answer: B, because ..."), and a capital A after "answer is". Articles and pronouns
+# that open prose are not answers: "The answer is a bit tricky", "Answer: I am not sure", "Answer: A simple check".
+_LETTER_AFTER_ANSWER = re.compile(
+    r"(?i:answer)\s*(?:(?i:is)\s*|:\s*)?(?:\(([A-Ja-j])\)|([A-Ja-j])(?=[ \t]*(?:[.,;:!?)\]*_\n]|$))|([B-HJ])(?![A-Za-z0-9]))"
+    r"|(?i:answer)\s*(?i:is)\s*(A)(?![A-Za-z0-9])")
 _LETTER_IN_PARENS = re.compile(r"\(([A-J])\)")
 
 def extract_choice(completion: str, n_choices: int = 10) -> str | None:
     """The final answer letter of a multiple-choice completion, or None: the last `\\boxed{X}`, else the last of
-    'answer is X' / 'Answer: X' / '(X)' in the final 2,000 characters. Linear in the completion's length. Raises
-    `ValueError` if `completion` is neither a string nor chat messages."""
+    'answer is X' / 'Answer: X' / '(X)' in the final 2,000 characters (see the patterns above for what counts as a
+    letter after "answer"). `n_choices`: how many options (int, 1-10: letters A-J); a letter beyond them is not an
+    answer. Linear in the completion's length. Raises `ValueError` if `completion` is neither a string nor chat
+    messages, or if `n_choices` is not an int from 1 to 10."""
+    if isinstance(n_choices, bool) or not isinstance(n_choices, int) or not 1 <= n_choices <= 10:
+        raise ValueError(f"n_choices must be an int from 1 to 10 (letters A-J), got {n_choices!r}")
     text = completion_text(completion)
     boxed = extract_boxed(text)
     candidates = [boxed] if boxed else []
     tail = text[-2000:]
-    found = [(m.start(), m.group(1)) for r in (_LETTER_AFTER_ANSWER, _LETTER_IN_PARENS) for m in r.finditer(tail)]
+    found = [(m.start(), next(g for g in m.groups() if g)) for r in (_LETTER_AFTER_ANSWER, _LETTER_IN_PARENS)
+             for m in r.finditer(tail)]
     candidates += [max(found)[1]] if found else []
     for c in candidates:
         c = re.sub(r"\\text\{|\}|\(|\)|\s", "", c or "").upper()

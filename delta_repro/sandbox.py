@@ -104,6 +104,8 @@ _SECCOMP_NS = {"x86_64": (56, 435, (272, 308, 165, 166, 155, 428, 429, 430, 432)
                "aarch64": (220, 435, (97, 268, 40, 39, 41, 428, 429, 430, 432))}
 _CLONE_NEW = 0x7E020000  # CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
 SANDBOX_NOFILE = 256  # descriptors a sandboxed process may hold (RLIMIT_NOFILE): pipes, sockets, files
+_LIMIT_MAX = 2**31 - 1  # the largest resource limit an argument may ask for (MiB, seconds of CPU, processes)
+_TIMEOUT_MAX_S = 86_400  # the longest wall-clock budget `timeout_s` may give (poll's timeout is a C int of ms)
 
 @functools.lru_cache(maxsize=None)
 def _seccomp_filter() -> bytes | None:
@@ -638,9 +640,10 @@ def run_tests_sandboxed(
     if mode not in ("functional", "stdio"): raise ValueError(f"mode must be 'functional' or 'stdio', got {mode!r}")
     for name, v in (("cpu_s", cpu_s), ("mem_mb", mem_mb), ("fsize_mb", fsize_mb), ("nproc", nproc),
                     ("output_mb", output_mb), ("disk_mb", disk_mb)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1: raise ValueError(f"{name} must be a positive int, got {v!r}")
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= _LIMIT_MAX:
+            raise ValueError(f"{name} must be a positive int at most {_LIMIT_MAX}, got {v!r}")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= _TIMEOUT_MAX_S:
+        raise ValueError(f"timeout_s must be a positive number of seconds, at most {_TIMEOUT_MAX_S}, got {timeout_s!r}")
     if entry_point is not None and not (isinstance(entry_point, str) and entry_point.isidentifier()):
         raise ValueError(f"entry_point must be a function name or None, got {entry_point!r}")
     if helpers is not None:

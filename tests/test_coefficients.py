@@ -431,3 +431,26 @@ def test_coefficients_are_stop_gradient():
     v = torch.randn(4, 5, 8, requires_grad=True)
     c = delta_coefficients(v, torch.tensor([1., -1, .5, -.5]), torch.ones(4, 5))
     assert not c.weights.requires_grad and not c.lam.requires_grad and not c.centroids.requires_grad
+
+
+def test_building_blocks_refuse_bad_arguments_by_name():
+    # found by an attack on the public functions: an unknown variant name used to fall back silently, a NaN to pass
+    from delta_repro.coefficients import margins, range_map, scores, self_normalise, temperature
+    d, side = torch.tensor([0.5, -1.0, 2.0]), torch.tensor([1, 0, 1])
+    with pytest.raises(ValueError, match="assignment"): scores(d, side, torch.ones(2), assignment="bogus")
+    with pytest.raises(ValueError, match="contrast"): margins(torch.randn(3, 4), side, torch.randn(2, 4), contrast="bogus")
+    for kw in (dict(lam_min=float("nan")), dict(lam_max=float("inf")), dict(lam_min=1.3), dict(lam_min=-0.1)):
+        with pytest.raises(ValueError, match="lam_min"): range_map(torch.rand(3), torch.ones(3, dtype=torch.bool), **kw)
+    with pytest.raises(ValueError, match="eps"): temperature(d, side, eps=float("nan"))
+    with pytest.raises(ValueError, match="eps"): self_normalise(torch.ones(3), torch.ones(3, dtype=torch.bool), eps=-1.0)
+
+
+def test_a_zero_temperature_takes_the_hard_limit_not_nan():
+    from delta_repro.coefficients import scores
+    d, side = torch.tensor([0.0, -1.0, 2.0, 0.3]), torch.tensor([1, 0, 1, 0])
+    hard = scores(d, side, torch.ones(2), assignment="hard")
+    torch.testing.assert_close(scores(d, side, torch.zeros(2)), hard)  # both sides at γ = 0: 1[Δ > 0], Δ = 0 included
+    mixed = scores(d, side, torch.tensor([0.0, 2.0]))  # γ₊ = 0 (side POS = 0), γ₋ = 2 (side NEG = 1)
+    assert torch.isfinite(mixed).all()
+    torch.testing.assert_close(mixed[side == 0], hard[side == 0])
+    torch.testing.assert_close(mixed[side == 1], torch.sigmoid(d[side == 1] / 2))

@@ -29,7 +29,8 @@ def test_weights_commute_with_the_min():
 
 @pytest.mark.parametrize("kw, name", [(dict(logps=torch.zeros(3)), "logps"), (dict(old_logps=torch.zeros(2, 2)), "old_logps"),
                                       (dict(advantages=torch.zeros(3)), "advantages"), (dict(weights=torch.ones(2)), "weights"),
-                                      (dict(epsilon_low=-0.1), "epsilon"), (dict(dual_clip=1.1), "dual_clip")])
+                                      (dict(epsilon_low=-0.1), "epsilon"), (dict(dual_clip=1.1), "dual_clip"),
+                                      (dict(epsilon_low=float("nan")), "epsilon"), (dict(epsilon_high=float("inf")), "epsilon")])
 def test_clipped_surrogate_bad_input(kw, name):
     args = dict(logps=torch.zeros(2, 3), old_logps=torch.zeros(2, 3), advantages=torch.zeros(2))
     args.update(kw)

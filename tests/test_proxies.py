@@ -142,3 +142,18 @@ def test_topk_hidden_proxy_rejects_out_of_vocabulary_tokens(bad):
     from delta_repro.proxies import topk_hidden_proxy
     with pytest.raises(ValueError, match="tokens"):
         topk_hidden_proxy(torch.randn(1, 2, 5), torch.tensor([[0, bad]]), torch.randn(5, 3), k=2)
+
+
+def test_topk_proxy_edge_cases_zero_length_and_tiny_temperature():
+    # found by an attack: zero-length completions raised a bare reshape error, τ = 1e-40 gave NaN
+    g = torch.Generator().manual_seed(0)
+    W = torch.randn(7, 5, generator=g)
+    out = topk_hidden_proxy(torch.randn(2, 0, 7), torch.zeros(2, 0, dtype=torch.long), W, k=3)
+    assert out.shape == (2, 0, 5) and out.dtype == torch.float32
+    logits, tokens = torch.randn(2, 3, 7, generator=g), torch.randint(0, 7, (2, 3), generator=g)
+    for tau in (1e-38, 1e-40, 1e-300):
+        v = topk_hidden_proxy(logits, tokens, W, k=3, temperature=tau)
+        # as τ → 0 the top-k distribution is one-hot on the argmax: v = W_y − W_argmax
+        torch.testing.assert_close(v, W[tokens] - W[logits.argmax(-1)])
+    torch.testing.assert_close(topk_hidden_proxy(logits, tokens, W, k=7, temperature=0.7),
+                               W[tokens] - torch.softmax(logits / 0.7, -1) @ W)  # k = V: the exact expectation

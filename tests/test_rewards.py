@@ -306,7 +306,9 @@ def test_a_slow_comparison_is_stopped_at_the_deadline(monkeypatch):
     (lambda: grade_math("\\boxed{1}", 1), "gold"), (lambda: grade_math("\\boxed{1}", None), "gold"),
     (lambda: extract_boxed(None), "text"), (lambda: extract_boxed(["\\boxed{1}"]), "text"),
     (lambda: extract_final_answer(12), "completion"), (lambda: extract_choice(None), "completion"),
-    (lambda: extract_choice(3.5), "completion"),
+    (lambda: extract_choice(3.5), "completion"), (lambda: extract_choice("Answer: B", n_choices=0), "n_choices"),
+    (lambda: extract_choice("Answer: B", n_choices=100), "n_choices"),
+    (lambda: extract_choice("Answer: B", n_choices="4"), "n_choices"),
 ])
 def test_non_string_inputs_are_value_errors_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
@@ -389,6 +391,14 @@ def test_choice_letters_in_prose_are_not_answers():
     assert extract_choice("Answer: B, because option A is wrong") == "B"
     assert extract_choice("(B) is correct, as shown in part a.") == "B"
     assert extract_choice("**Answer: d**") == "D" and extract_choice("Answer: Because of (C)") == "C"
+    # an article or pronoun that opens prose after "answer" is not a letter (found by an attack on the extractor)
+    assert extract_choice("The answer is a bit tricky.") is None and extract_choice("Answer: I am not sure.") is None
+    assert extract_choice("Answer: A simple check shows nothing.") is None
+    assert extract_choice("The answer is b since") is None and extract_choice("The answer is I think B") is None
+    # ... while a letter that ends its phrase, sits in parentheses or is a capital B-J is still read
+    assert [extract_choice(t) for t in ("The answer is a.", "answer: (c) holds", "The answer is A because", "Answer:\nE",
+                                        "The answer is I.", "Answer: G because")] == ["A", "C", "A", "E", "I", "G"]
+    assert extract_choice("Answer: E", n_choices=4) is None and extract_choice("Answer: D", n_choices=4) == "D"
 
 
 def test_reward_columns_must_match_the_completions():

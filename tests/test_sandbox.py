@@ -303,7 +303,9 @@ def test_tests_that_cannot_be_judged_here_are_errors_not_failures():
         run_tests_sandboxed("def f(): pass", ["assert f( == 1"])
     with pytest.raises(ValueError, match=r"__check_io"):
         run_tests_sandboxed("print(1)", ["print('1')"], mode="stdio")
-    for kw in (dict(timeout_s=0), dict(output_mb=0), dict(nproc=1.5), dict(isolation="docker")):
+    # an infinite or huge budget is the caller's error, not the candidate's failure (found by an attack on the judge)
+    for kw in (dict(timeout_s=0), dict(output_mb=0), dict(nproc=1.5), dict(isolation="docker"),
+               dict(timeout_s=float("inf")), dict(timeout_s=float("nan")), dict(timeout_s=10**7), dict(mem_mb=10**30)):
         with pytest.raises(ValueError, match=next(iter(kw))):
             run_tests_sandboxed("x = 1", ["assert x == 1"], **kw)
 
