@@ -46,7 +46,8 @@ def demo(steps: int = 20, problems: int = 64, k: int = 4, seed: int = 0, log=pri
     table and the difference through `log`, said to be one seed: a demonstration of the machinery, not evidence (the
     studies' verdicts are on the results page). A few minutes on two cores with the defaults: the cpu profile's runs of
     this policy take about 2 s a step on one core (median of `tiny-qwen3__math__DAPO__s0`'s 150 steps: 2.15 s). TRL's
-    per-step log lines are not printed.
+    per-step log lines are not printed; a line through `log` opens each phase (an evaluation, a method's training)
+    so that a slow machine shows it is working.
 
     Returns a DataFrame indexed by "warm start", "DAPO", "DelTA" with `reward first` and `reward last` (the mean
     training reward, 0-1, over the first and the last quarter of the steps), `lam mean` (DelTA's mean λ over its
@@ -72,6 +73,7 @@ def demo(steps: int = 20, problems: int = 64, k: int = 4, seed: int = 0, log=pri
     def held_out(model, tokenizer):
         res = evaluate(model, tokenizer, held, k=k, max_new_tokens=40, seed=seed, progress=False)
         return float(summarize(res)["lenient_accuracy"].iloc[0])
+    log(f"[demo] evaluating the warm start on {problems} held-out problems, {k} sample{'s' * (k != 1)} each ...")
     rows = {"warm start": {"held-out": held_out(*load_model(str(warm_started_policy())))}}
     for method, credit in (("DAPO", "none"), ("DelTA", "delta")):
         model, tokenizer = load_model(str(warm_started_policy()))
@@ -84,7 +86,9 @@ def demo(steps: int = 20, problems: int = 64, k: int = 4, seed: int = 0, log=pri
             trainer = DeltaGRPOTrainer(model=model, reward_funcs=math_reward, args=args, train_dataset=train,
                                        processing_class=tokenizer)
             trainer.remove_callback(PrinterCallback)  # disable_tqdm prints every log dict otherwise
+            log(f"[demo] training {method}: {steps} step{'s' * (steps != 1)} ...")
             t0 = time.perf_counter(); trainer.train(); seconds = time.perf_counter() - t0
+        log(f"[demo] {method} trained in {seconds / 60:.1f} min; evaluating it ...")
         logs = [h for h in trainer.state.log_history if "reward" in h]
         q = max(1, len(logs) // 4)
         rows[method] = {"reward first": float(np.mean([h["reward"] for h in logs[:q]])),

@@ -220,9 +220,10 @@ def main():
         n, w = restore(out_dir, runs_dir, cache)
         files = [p.name for p in (out_dir / "runs").glob("*.tar.gz")]
         ws_evals = sum(f.endswith("__warm-start.tar.gz") for f in files)
-        print(f"[archive] restored {n} archived run{'s' if n != 1 else ''} and {w} warm start{'s' if w != 1 else ''} "
-              f"of figures/{a.profile}/ into {runs_dir} (archived in all: {len(files) - ws_evals} runs and "
-              f"{ws_evals} warm-start evaluations)")
+        # n counts run folders, warm-start evaluations included, as the archive holds them
+        print(f"[archive] restored {n} of the {len(files)} archived run folders of figures/{a.profile}/ "
+              f"({len(files) - ws_evals} runs and {ws_evals} warm-start evaluations archived; the others were "
+              f"already in place) and {w} warm start{'s' if w != 1 else ''} into {runs_dir}")
         return
     try:  # the runs whose checkpoint a report re-reads: the plan's batch artefacts (Fig. 1, Fig. 5, the λ heat-map)
         sys.path.insert(0, str(ROOT))
