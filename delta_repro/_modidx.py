@@ -223,6 +223,7 @@ d = { 'settings': {'branch': 'main', 'doc_baseurl': '/', 'doc_host': '', 'git_ur
                                                                                          'delta_repro/experiments.py'),
                                          'delta_repro.experiments._check_trainer_fields': ( 'experiments.html#_check_trainer_fields',
                                                                                             'delta_repro/experiments.py'),
+                                         'delta_repro.experiments._cpu_bf16': ('experiments.html#_cpu_bf16', 'delta_repro/experiments.py'),
                                          'delta_repro.experiments._cuda': ('experiments.html#_cuda', 'delta_repro/experiments.py'),
                                          'delta_repro.experiments._fits': ('experiments.html#_fits', 'delta_repro/experiments.py'),
                                          'delta_repro.experiments._nonneg_int': ( 'experiments.html#_nonneg_int',

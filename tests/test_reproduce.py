@@ -341,6 +341,8 @@ def test_learning_curve_starts_at_the_warm_start_and_runs_log_to_tensorboard(tmp
     assert prov["start"].startswith("tiny-qwen3-math-") and start.is_dir()
     assert prov["start_sha256"] == hashlib.sha256((start / "model.safetensors").read_bytes()).hexdigest()
     assert prov["cpu_capability"] and prov["torch"] == torch.__version__
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else None
+    assert prov["cpu_bf16"] == (None if flags is None else [f for f in ("amx_bf16", "avx512_bf16") if f in flags.split()])
     events = list((tmp_path / "runs" / "tensorboard" / rid).glob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0  # TRL's report_to: live curves under runs/<profile>/tensorboard
 
